@@ -1,0 +1,404 @@
+/*
+ * control.c - the listening socket and client sessions: accept, check the
+ * peer, read and validate requests, dispatch, reply.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <event2/event.h>
+#include <systemd/sd-daemon.h>
+
+#include "hpzerod.h"
+
+/* Requests handled per wakeup before other clients get a turn. */
+#define CONTROL_BATCH	32
+
+struct clients		 control_clients = TAILQ_HEAD_INITIALIZER(control_clients);
+static struct event	*control_ev;
+static int		 control_fd = -1;
+static uint64_t		 control_next_id = 1;
+static size_t		 control_count;
+
+static void	control_drop(struct client *, const char *);
+
+size_t
+control_nclients(void)
+{
+	return (control_count);
+}
+
+/* Create the socket directory and bind a fresh SOCK_SEQPACKET socket. */
+static int
+control_bind(const char *path)
+{
+	struct sockaddr_un	 sun;
+	char			 dir[sizeof(sun.sun_path)];
+	int			 fd, probe;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		log_warnx("socket path too long: %s", path);
+		return (-1);
+	}
+	strcpy(sun.sun_path, path);
+	strcpy(dir, path);
+	if (mkdir(dirname(dir), 0755) == -1 && errno != EEXIST) {
+		log_warn("mkdir %s", dir);
+		return (-1);
+	}
+
+	/* A live daemon on the path: refuse; a stale socket: replace. */
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe != -1 && connect(probe, (struct sockaddr *)&sun,
+	    sizeof(sun)) == 0) {
+		close(probe);
+		log_warnx("%s: another hpzerod is already listening", path);
+		return (-1);
+	}
+	if (probe != -1)
+		close(probe);
+	if (unlink(path) == -1 && errno != ENOENT) {
+		log_warn("unlink %s", path);
+		return (-1);
+	}
+
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd == -1) {
+		log_warn("socket");
+		return (-1);
+	}
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		log_warn("bind %s", path);
+		close(fd);
+		return (-1);
+	}
+	if (chmod(path, 0660) == -1)
+		log_warn("chmod %s", path);
+	if (listen(fd, 128) == -1) {
+		log_warn("listen %s", path);
+		close(fd);
+		return (-1);
+	}
+	return (fd);
+}
+
+/* The socket systemd passed us, or our own bound to path. */
+int
+control_listen(const char *path, int *from_systemd)
+{
+	int	n, fd;
+
+	*from_systemd = 0;
+	n = sd_listen_fds(1);
+	if (n < 0) {
+		log_warnx("sd_listen_fds: %s", strerror(-n));
+		return (-1);
+	}
+	if (n > 1) {
+		log_warnx("systemd passed %d sockets, expected 1", n);
+		return (-1);
+	}
+	if (n == 1) {
+		fd = SD_LISTEN_FDS_START;
+		if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+			log_warnx("the socket systemd passed is not a listening "
+			    "SOCK_SEQPACKET UNIX socket");
+			return (-1);
+		}
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1 ||
+		    fcntl(fd, F_SETFD, FD_CLOEXEC) == -1) {
+			log_warn("fcntl");
+			return (-1);
+		}
+		*from_systemd = 1;
+		return (fd);
+	}
+	return (control_bind(path));
+}
+
+/* Send a reply; a client that cannot take it is dropped by the caller. */
+static int
+control_reply(struct client *c, uint32_t seq, int error, uint64_t id,
+    const char *text)
+{
+	struct hpz_msg_reply	rep;
+
+	proto_init(&rep, HPZ_MSG_REPLY, sizeof(rep), seq);
+	rep.error = error;
+	rep.region_id = id;
+	snprintf(rep.text, sizeof(rep.text), "%s", text != NULL ? text : "");
+	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
+		return (-1);
+	return (0);
+}
+
+/* Say no to a request, in the log and to the client. */
+static int
+control_refuse(struct client *c, uint32_t seq, int error, const char *what,
+    const char *why)
+{
+	atomic_fetch_add(&stats.requests_rejected, 1);
+	log_warnx("client %llu (pid %d uid %u): %s refused: %s",
+	    (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid, what,
+	    why);
+	return (control_reply(c, seq, error, 0, why));
+}
+
+static int
+control_register(struct client *c, struct hpz_msg *m)
+{
+	struct region	*r;
+	char		 why[HPZ_REPLY_TEXT];
+	int		 error;
+
+	error = region_create(c, &m->u.reg, m->fds[0], m->fds[1], &r, why,
+	    sizeof(why));
+	if (error != 0) {
+		proto_close_fds(m);
+		return (control_refuse(c, m->u.hdr.seq, error, "register",
+		    why));
+	}
+	m->nfds = 0;	/* the region owns them now */
+	atomic_fetch_add(&stats.registers, 1);
+	log_info("client %llu (pid %d): region %llu registered: 0x%llx "
+	    "+%llu MiB, %llu KiB pages, %s%s", (unsigned long long)c->id,
+	    (int)c->pid, (unsigned long long)r->id,
+	    (unsigned long long)r->addr, (unsigned long long)(r->len >> 20),
+	    (unsigned long long)(r->page_size >> 10),
+	    r->fs_magic == HPZD_HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
+	    (r->flags & HPZ_DISCARD) ? ", discard" : "");
+	return (control_reply(c, m->u.hdr.seq, 0, r->id, "registered"));
+}
+
+static int
+control_unregister(struct client *c, struct hpz_msg *m)
+{
+	struct region	*r;
+	uint64_t	 id;
+
+	r = region_find(c, m->u.range.addr, m->u.range.len, 1);
+	if (r == NULL)
+		return (control_refuse(c, m->u.hdr.seq, -ENOENT, "unregister",
+		    "no region registered by this connection at that range"));
+	id = r->id;
+	region_destroy(r);
+	atomic_fetch_add(&stats.unregisters, 1);
+	log_info("client %llu: region %llu unregistered",
+	    (unsigned long long)c->id, (unsigned long long)id);
+	return (control_reply(c, m->u.hdr.seq, 0, id, "unregistered"));
+}
+
+static int
+control_reset(struct client *c, struct hpz_msg *m)
+{
+	struct region	*r;
+	int		 error;
+
+	r = region_find(c, m->u.range.addr, m->u.range.len, 0);
+	if (r == NULL)
+		return (control_refuse(c, m->u.hdr.seq, -ENOENT, "reset",
+		    "range is not inside a region registered by this "
+		    "connection"));
+	error = region_reset(r, m->u.range.addr, m->u.range.len);
+	if (error != 0)
+		return (control_refuse(c, m->u.hdr.seq, error, "reset",
+		    "range is not aligned to the region's pages"));
+	atomic_fetch_add(&stats.resets, 1);
+	log_debug("client %llu: region %llu reset 0x%llx +%llu",
+	    (unsigned long long)c->id, (unsigned long long)r->id,
+	    (unsigned long long)m->u.range.addr,
+	    (unsigned long long)m->u.range.len);
+	return (control_reply(c, m->u.hdr.seq, 0, r->id, "reset"));
+}
+
+static int
+control_status(struct client *c, struct hpz_msg *m)
+{
+	struct hpz_msg_status_reply	s;
+
+	proto_init(&s, HPZ_MSG_STATUS_REPLY, sizeof(s), m->u.hdr.seq);
+	stats_fill(&s);
+	if (proto_send(c->fd, &s, sizeof(s), NULL, 0) != sizeof(s))
+		return (-1);
+	return (0);
+}
+
+/*
+ * One received message.  A message that breaks the framing rules gets an
+ * error reply and the client is dropped (-1); a request refused for what
+ * it asks keeps the connection.
+ */
+static int
+control_dispatch(struct client *c, struct hpz_msg *m)
+{
+	char	why[HPZ_REPLY_TEXT];
+	int	error;
+	uint32_t seq;
+
+	error = proto_validate(m, why, sizeof(why));
+	if (error == 0 && m->u.hdr.type >= HPZ_MSG_REPLY) {
+		error = -EBADMSG;
+		snprintf(why, sizeof(why), "%s is not a request",
+		    proto_type_name(m->u.hdr.type));
+	}
+	if (error != 0) {
+		proto_close_fds(m);
+		seq = m->len >= sizeof(m->u.hdr) ? m->u.hdr.seq : 0;
+		if (error == -EINVAL)	/* well framed, bad fields */
+			return (control_refuse(c, seq, error, "request", why));
+		control_refuse(c, seq, error, "message", why);
+		return (-1);
+	}
+	switch (m->u.hdr.type) {
+	case HPZ_MSG_REGISTER:
+		return (control_register(c, m));
+	case HPZ_MSG_UNREGISTER:
+		return (control_unregister(c, m));
+	case HPZ_MSG_RESET:
+		return (control_reset(c, m));
+	case HPZ_MSG_STATUS:
+		return (control_status(c, m));
+	}
+	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
+}
+
+static void
+control_read_cb(int fd, short events, void *arg)
+{
+	struct client	*c = arg;
+	struct hpz_msg	 m;
+	ssize_t		 n;
+	int		 i;
+
+	for (i = 0; i < CONTROL_BATCH; i++) {
+		n = proto_recv(fd, &m);
+		if (n == -1) {
+			if (errno == EAGAIN)
+				return;
+			control_drop(c, strerror(errno));
+			return;
+		}
+		if (n == 0) {
+			control_drop(c, NULL);
+			return;
+		}
+		if (control_dispatch(c, &m) == -1) {
+			proto_close_fds(&m);
+			control_drop(c, "protocol error");
+			return;
+		}
+	}
+}
+
+/* End a session and release everything it had. */
+static void
+control_drop(struct client *c, const char *why)
+{
+	struct region	*r;
+
+	if (why != NULL) {
+		atomic_fetch_add(&stats.clients_dropped, 1);
+		log_warnx("client %llu (pid %d uid %u): dropped: %s",
+		    (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
+		    why);
+	} else
+		log_debug("client %llu: gone", (unsigned long long)c->id);
+	while ((r = TAILQ_FIRST(&c->regions)) != NULL)
+		region_destroy(r);
+	TAILQ_REMOVE(&control_clients, c, entry);
+	control_count--;
+	event_free(c->ev);
+	close(c->fd);
+	free(c);
+}
+
+static void
+control_accept_cb(int lfd, short events, void *arg)
+{
+	struct client	*c;
+	struct ucred	 cred;
+	socklen_t	 len = sizeof(cred);
+	int		 fd;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd == -1) {
+		if (errno != EAGAIN && errno != EINTR &&
+		    errno != ECONNABORTED)
+			log_warn("accept");
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+		log_warn("SO_PEERCRED");
+		close(fd);
+		return;
+	}
+	if (control_count >= HPZD_CLIENTS_MAX) {
+		log_warnx("pid %d uid %u: too many clients, refused",
+		    (int)cred.pid, (unsigned)cred.uid);
+		close(fd);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		log_warn("calloc");
+		close(fd);
+		return;
+	}
+	c->id = control_next_id++;
+	c->fd = fd;
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	c->gid = cred.gid;
+	TAILQ_INIT(&c->regions);
+	c->ev = event_new(hpzd_base, fd, EV_READ | EV_PERSIST, control_read_cb,
+	    c);
+	if (c->ev == NULL || event_add(c->ev, NULL) == -1) {
+		log_warnx("cannot watch client socket");
+		if (c->ev != NULL)
+			event_free(c->ev);
+		close(fd);
+		free(c);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&control_clients, c, entry);
+	control_count++;
+	log_debug("client %llu: pid %d uid %u gid %u connected",
+	    (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
+	    (unsigned)c->gid);
+}
+
+int
+control_init(int listen_fd)
+{
+	control_fd = listen_fd;
+	control_ev = event_new(hpzd_base, listen_fd, EV_READ | EV_PERSIST,
+	    control_accept_cb, NULL);
+	if (control_ev == NULL || event_add(control_ev, NULL) == -1)
+		return (-1);
+	return (0);
+}
+
+/* Stop accepting and end every session (their regions are released). */
+void
+control_shutdown(void)
+{
+	struct client	*c;
+
+	if (control_ev != NULL) {
+		event_free(control_ev);
+		control_ev = NULL;
+	}
+	while ((c = TAILQ_FIRST(&control_clients)) != NULL)
+		control_drop(c, NULL);
+	if (control_fd != -1)
+		close(control_fd);
+	control_fd = -1;
+}

@@ -1,0 +1,393 @@
+/*
+ * region.c - registered regions: validation, our mapping of the backing
+ * file, per-page state, reset and teardown.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/falloc.h>
+#include <linux/userfaultfd.h>
+
+#include <event2/event.h>
+
+#include "hpzerod.h"
+
+struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
+static uint64_t	 region_next_id = 1;
+
+static int	region_fail(char *, size_t, int, const char *, ...)
+		    __attribute__((format(printf, 4, 5)));
+
+static int
+region_fail(char *why, size_t whylen, int error, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return (error);
+}
+
+/* Do [a, a+alen) and [b, b+blen) share a byte? */
+int
+region_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	if (alen == 0 || blen == 0)
+		return (0);
+	return (a < b + blen && b < a + alen);
+}
+
+/* Is the described range a whole number of pages lying inside the file? */
+int
+region_check_range(uint64_t addr, uint64_t len, uint64_t offset,
+    uint64_t page_size, const struct backing *b, char *why, size_t whylen)
+{
+	if (page_size != b->page_size)
+		return (region_fail(why, whylen, -EINVAL,
+		    "page size %llu does not match the file's %llu",
+		    (unsigned long long)page_size,
+		    (unsigned long long)b->page_size));
+	if (len == 0)
+		return (region_fail(why, whylen, -EINVAL, "empty region"));
+	if ((addr | len | offset) % b->page_size != 0)
+		return (region_fail(why, whylen, -EINVAL,
+		    "addr 0x%llx, len %llu and offset %llu must be multiples "
+		    "of the page size %llu", (unsigned long long)addr,
+		    (unsigned long long)len, (unsigned long long)offset,
+		    (unsigned long long)b->page_size));
+	if (addr + len < addr)
+		return (region_fail(why, whylen, -EINVAL,
+		    "address range wraps"));
+	if (offset > b->size || len > b->size - offset)
+		return (region_fail(why, whylen, -EINVAL,
+		    "region [%llu, %llu) lies past the end of the file "
+		    "(%llu bytes)", (unsigned long long)offset,
+		    (unsigned long long)(offset + len),
+		    (unsigned long long)b->size));
+	return (0);
+}
+
+/* Is fd a read-write regular file on hugetlbfs or shmem?  Learn its shape. */
+int
+region_check_backing(int fd, struct backing *b, char *why, size_t whylen)
+{
+	struct statfs	sfs;
+	struct stat	st;
+	int		fl;
+
+	if (fstatfs(fd, &sfs) == -1 || fstat(fd, &st) == -1)
+		return (region_fail(why, whylen, -EINVAL,
+		    "cannot stat the backing fd: %s", strerror(errno)));
+	if (!S_ISREG(st.st_mode))
+		return (region_fail(why, whylen, -EINVAL,
+		    "the backing fd is not a regular file"));
+	b->fs_magic = (long)sfs.f_type;
+	if (b->fs_magic == HPZD_HUGETLBFS_MAGIC)
+		b->page_size = (uint64_t)sfs.f_bsize;
+	else if (b->fs_magic == HPZD_TMPFS_MAGIC)
+		b->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	else
+		return (region_fail(why, whylen, -EINVAL,
+		    "the backing file is on a filesystem with magic 0x%lx: "
+		    "only hugetlbfs and shmem files can be served",
+		    (unsigned long)b->fs_magic));
+	fl = fcntl(fd, F_GETFL);
+	if (fl == -1 || (fl & O_ACCMODE) != O_RDWR)
+		return (region_fail(why, whylen, -EINVAL,
+		    "the backing fd is not open read-write"));
+	b->size = (uint64_t)st.st_size;
+	b->dev = st.st_dev;
+	b->ino = st.st_ino;
+	return (0);
+}
+
+/* Is fd really a userfaultfd? */
+int
+region_check_uffd(int fd, char *why, size_t whylen)
+{
+	char	path[64], link[128];
+	ssize_t	n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n == -1)
+		return (region_fail(why, whylen, -EINVAL,
+		    "cannot inspect the uffd: %s", strerror(errno)));
+	link[n] = '\0';
+	if (strcmp(link, "anon_inode:[userfaultfd]") != 0)
+		return (region_fail(why, whylen, -EINVAL,
+		    "the fd passed as uffd is not a userfaultfd (%s)", link));
+	return (0);
+}
+
+/*
+ * A region in the way of a new one: the same client's address range, or
+ * anyone's range of the same file (two states for one page would let one
+ * side expose what the other declared garbage).
+ */
+struct region *
+region_conflict(const struct regions *all, const struct client *c,
+    uint64_t addr, uint64_t len, dev_t dev, ino_t ino, uint64_t offset)
+{
+	struct region	*r;
+
+	TAILQ_FOREACH(r, all, all) {
+		if (r->client == c &&
+		    region_overlaps(r->addr, r->len, addr, len))
+			return (r);
+		if (r->dev == dev && r->ino == ino &&
+		    region_overlaps(r->offset, r->len, offset, len))
+			return (r);
+	}
+	return (NULL);
+}
+
+/* Validate a register request, map the file, start reading the uffd. */
+int
+region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
+    int fd, struct region **out, char *why, size_t whylen)
+{
+	struct backing	 b;
+	struct region	*r, *other;
+	uint64_t	 need, i;
+	uint8_t		 init;
+	int		 error, fl;
+
+	*out = NULL;
+	if ((error = region_check_uffd(uffd, why, whylen)) != 0)
+		return (error);
+	if ((error = region_check_backing(fd, &b, why, whylen)) != 0)
+		return (error);
+	if ((error = region_check_range(m->addr, m->len, m->offset,
+	    m->page_size, &b, why, whylen)) != 0)
+		return (error);
+	need = b.fs_magic == HPZD_HUGETLBFS_MAGIC ?
+	    UFFD_FEATURE_MINOR_HUGETLBFS : UFFD_FEATURE_MINOR_SHMEM;
+	if ((m->uffd_features & need) == 0)
+		return (region_fail(why, whylen, -ENOTSUP,
+		    "the uffd lacks minor-fault support for this backing"));
+	if ((m->uffd_ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0 ||
+	    (m->uffd_ioctls & (1ULL << _UFFDIO_WAKE)) == 0)
+		return (region_fail(why, whylen, -ENOTSUP,
+		    "the registered range does not offer UFFDIO_CONTINUE"));
+	if (c->nregions >= HPZD_REGIONS_PER_CLIENT)
+		return (region_fail(why, whylen, -EDQUOT,
+		    "client already has %d regions", HPZD_REGIONS_PER_CLIENT));
+	other = region_conflict(&region_all, c, m->addr, m->len, b.dev, b.ino,
+	    m->offset);
+	if (other != NULL)
+		return (region_fail(why, whylen, -EBUSY,
+		    "overlaps registered region %llu",
+		    (unsigned long long)other->id));
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return (region_fail(why, whylen, -ENOMEM, "out of memory"));
+	r->uffd = r->fd = -1;
+	r->map = MAP_FAILED;
+	r->client = c;
+	r->addr = m->addr;
+	r->len = m->len;
+	r->offset = m->offset;
+	r->page_size = b.page_size;
+	r->npages = m->len / b.page_size;
+	r->flags = m->flags;
+	r->features = m->uffd_features;
+	r->fs_magic = b.fs_magic;
+	r->dev = b.dev;
+	r->ino = b.ino;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+
+	r->state = calloc(r->npages, sizeof(*r->state));
+	if (r->state == NULL) {
+		error = region_fail(why, whylen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	init = (m->flags & HPZ_DISCARD) ? PAGE_GARBAGE : PAGE_KEEP;
+	for (i = 0; i < r->npages; i++)
+		atomic_init(&r->state[i], init);
+
+	/* No reservation of our own: the client's mapping holds it. */
+	r->map = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_NORESERVE, fd, (off_t)r->offset);
+	if (r->map == MAP_FAILED) {
+		error = region_fail(why, whylen, -ENOMEM,
+		    "cannot map the backing file: %s", strerror(errno));
+		goto fail;
+	}
+	madvise(r->map, r->len, MADV_DONTFORK);
+
+	fl = fcntl(uffd, F_GETFL);
+	if (fl == -1 || fcntl(uffd, F_SETFL, fl | O_NONBLOCK) == -1) {
+		error = region_fail(why, whylen, -EINVAL,
+		    "cannot make the uffd non-blocking: %s", strerror(errno));
+		goto fail;
+	}
+	r->uffd = uffd;
+	r->fd = fd;
+	r->ev = event_new(hpzd_base, uffd, EV_READ | EV_PERSIST, uffd_read_cb,
+	    r);
+	if (r->ev == NULL || event_add(r->ev, NULL) == -1) {
+		r->uffd = r->fd = -1;	/* still the caller's to close */
+		error = region_fail(why, whylen, -ENOMEM,
+		    "cannot watch the uffd");
+		goto fail;
+	}
+	r->id = region_next_id++;
+	TAILQ_INSERT_TAIL(&c->regions, r, entry);
+	TAILQ_INSERT_TAIL(&region_all, r, all);
+	c->nregions++;
+	*out = r;
+	return (0);
+
+fail:
+	if (r->ev != NULL)
+		event_free(r->ev);
+	if (r->map != MAP_FAILED)
+		munmap(r->map, r->len);
+	free(r->state);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	free(r);
+	return (error);
+}
+
+/* Block until every work item queued for the region has finished. */
+static void
+region_drain(struct region *r)
+{
+	pthread_mutex_lock(&r->lock);
+	while (atomic_load(&r->inflight) != 0)
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Drop every garbage page from the file, so no one can map stale bytes. */
+static void
+region_punch_garbage(struct region *r)
+{
+	uint64_t	i, start, n;
+	uint8_t		s;
+
+	for (i = 0; i < r->npages; i = start + n) {
+		s = atomic_load(&r->state[i]);
+		start = i;
+		n = 1;
+		if (!state_needs_punch(s))
+			continue;
+		while (start + n < r->npages &&
+		    state_needs_punch(atomic_load(&r->state[start + n])))
+			n++;
+		if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		    (off_t)(r->offset + start * r->page_size),
+		    (off_t)(n * r->page_size)) == -1) {
+			/* Cannot drop them: clear them instead. */
+			log_warn("region %llu: punch hole",
+			    (unsigned long long)r->id);
+			clear_range((char *)r->map + start * r->page_size,
+			    n * r->page_size);
+		}
+		atomic_fetch_add(&stats.pages_punched, n);
+	}
+}
+
+/*
+ * Stop serving a region: no more faults read, queued work finished, garbage
+ * dropped, the range unregistered from the uffd (the kernel wakes and serves
+ * any waiter from then on), everything released.
+ */
+void
+region_destroy(struct region *r)
+{
+	struct client	*c = r->client;
+
+	event_del(r->ev);
+	region_drain(r);
+	region_punch_garbage(r);
+	uffd_unregister(r);
+
+	TAILQ_REMOVE(&c->regions, r, entry);
+	TAILQ_REMOVE(&region_all, r, all);
+	c->nregions--;
+	event_free(r->ev);
+	munmap(r->map, r->len);
+	close(r->uffd);
+	close(r->fd);
+	free(r->state);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	free(r);
+}
+
+/* The client's region holding [addr, addr+len), or exactly it. */
+struct region *
+region_find(struct client *c, uint64_t addr, uint64_t len, int exact)
+{
+	struct region	*r;
+
+	TAILQ_FOREACH(r, &c->regions, entry) {
+		if (exact) {
+			if (r->addr == addr && r->len == len)
+				return (r);
+		} else if (addr >= r->addr && len <= r->len &&
+		    addr - r->addr <= r->len - len)
+			return (r);
+	}
+	return (NULL);
+}
+
+/*
+ * Declare [addr, addr+len) garbage.  Returns once no worker still holds a
+ * page of it, so the client's zap that follows cannot race a late map.
+ */
+int
+region_reset(struct region *r, uint64_t addr, uint64_t len)
+{
+	uint64_t	first, last, i;
+
+	if ((addr - r->addr) % r->page_size != 0 || len % r->page_size != 0)
+		return (-EINVAL);
+	first = region_page_index(r, addr);
+	last = first + len / r->page_size;
+	for (i = first; i < last; i++)
+		state_reset(&r->state[i]);
+	for (i = first; i < last; i++)
+		region_wait_page(r, i);
+	return (0);
+}
+
+uint64_t
+region_page_index(const struct region *r, uint64_t addr)
+{
+	return ((addr - r->addr) / r->page_size);
+}
+
+/* Sleep until no worker owns page idx. */
+void
+region_wait_page(struct region *r, uint64_t idx)
+{
+	if ((atomic_load(&r->state[idx]) & PAGE_BUSY) == 0)
+		return;
+	pthread_mutex_lock(&r->lock);
+	while (atomic_load(&r->state[idx]) & PAGE_BUSY)
+		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* A worker finished an item of this region: wake anyone waiting. */
+void
+region_work_done(struct region *r)
+{
+	pthread_mutex_lock(&r->lock);
+	atomic_fetch_sub(&r->inflight, 1);
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}

@@ -1,0 +1,601 @@
+/*
+ * client.c - libhpz requests: the userfaultfd handshake in the caller,
+ * fd passing to hpzerod, replies and errors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/vfs.h>
+#include <linux/userfaultfd.h>
+
+#include "libhpz.h"
+#include "hpz-protocol.h"
+
+#define LIB_HUGETLBFS_MAGIC	0x958458f6L
+#define LIB_TMPFS_MAGIC		0x01021994L
+#define LIB_REPLY_TIMEOUT_MS	60000
+
+/* What we ask of UFFDIO_API, as far as the kernel offers it. */
+#define LIB_UFFD_WANT	(UFFD_FEATURE_MISSING_HUGETLBFS | \
+	UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM | \
+	UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_THREAD_ID)
+
+/* A region this process registered. */
+struct lib_region {
+	struct lib_region	*next;
+	uintptr_t		 addr;
+	size_t			 len;
+	int			 uffd;
+};
+
+static pthread_mutex_t	 lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
+static int		 lib_sock = -1;
+static uint32_t		 lib_seq;
+static struct lib_region *lib_regions;
+static __thread char	 lib_error[HPZ_REPLY_TEXT + 64];
+
+/* Record this thread's reason for a failure; returns error. */
+int
+lib_fail(int error, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(lib_error, sizeof(lib_error), fmt, ap);
+	va_end(ap);
+	return (error);
+}
+
+const char *
+hpz_last_error(void)
+{
+	return (lib_error);
+}
+
+const char *
+hpz_strerror(int err)
+{
+	const char	*s;
+
+	if (err > 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return ("success");
+	case -ECONNREFUSED:
+	case -ENOENT:
+		return ("hpzerod is not running (nothing listens on the "
+		    "socket)");
+	case -ECONNRESET:
+	case -EPIPE:
+		return ("the connection to hpzerod was lost");
+	case -EBUSY:
+		return ("the region overlaps a registered region");
+	case -EDQUOT:
+		return ("over a limit of hpzerod");
+	case -EINVAL:
+		return ("invalid region or request");
+	case -ENOTSUP:
+		return ("the kernel lacks the userfaultfd features needed");
+	case -ETIMEDOUT:
+		return ("hpzerod did not answer in time");
+	case -EPROTO:
+		return ("hpzerod answered out of protocol");
+	}
+	s = strerrordesc_np(-err);
+	return (s != NULL ? s : "unknown error");
+}
+
+/* A child must not share the parent's connection or its regions. */
+static void
+lib_atfork_child(void)
+{
+	struct lib_region	*lr, *next;
+
+	pthread_mutex_init(&lib_lock, NULL);
+	if (lib_sock != -1)
+		close(lib_sock);
+	lib_sock = -1;
+	for (lr = lib_regions; lr != NULL; lr = next) {
+		next = lr->next;
+		/* MADV_DONTFORK kept the ranges out of the child. */
+		close(lr->uffd);
+		free(lr);
+	}
+	lib_regions = NULL;
+}
+
+static void
+lib_init_once(void)
+{
+	pthread_atfork(NULL, NULL, lib_atfork_child);
+}
+
+static const char *
+lib_socket_path(void)
+{
+	const char	*p = getenv("HPZ_SOCKET");
+
+	return (p != NULL && *p != '\0' ? p : HPZ_SOCKET_DEFAULT);
+}
+
+/* Connect if we are not connected (lock held). */
+static int
+lib_connect(void)
+{
+	struct sockaddr_un	 sun;
+	const char		*path = lib_socket_path();
+	int			 fd, error;
+
+	if (lib_sock != -1)
+		return (0);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return (lib_fail(-ENAMETOOLONG, "socket path too long: %s",
+		    path));
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return (lib_fail(-errno, "socket: %s", strerror(errno)));
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		error = -errno;
+		close(fd);
+		return (lib_fail(error, "cannot connect to hpzerod at %s: %s",
+		    path, strerror(-error)));
+	}
+	lib_sock = fd;
+	return (0);
+}
+
+static void
+lib_disconnect(void)
+{
+	if (lib_sock != -1)
+		close(lib_sock);
+	lib_sock = -1;
+}
+
+/*
+ * Send a request and wait for its reply (lock held).  The reply is
+ * validated; the daemon's status is returned with its text as the error.
+ */
+static int
+lib_request(void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want)
+{
+	struct hpz_msg_header	*hdr = req;
+	struct pollfd		 pfd;
+	char			 why[128];
+	ssize_t			 n;
+	int			 error;
+
+	if ((error = lib_connect()) != 0)
+		return (error);
+	hdr->seq = ++lib_seq;
+	if (proto_send(lib_sock, req, len, fds, nfds) != (ssize_t)len) {
+		error = -errno;
+		lib_disconnect();
+		return (lib_fail(error, "cannot send to hpzerod: %s",
+		    strerror(-error)));
+	}
+	pfd.fd = lib_sock;
+	pfd.events = POLLIN;
+	for (;;) {
+		n = poll(&pfd, 1, LIB_REPLY_TIMEOUT_MS);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			lib_disconnect();
+			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
+		}
+		n = proto_recv(lib_sock, reply);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		break;
+	}
+	if (n <= 0) {
+		error = n == 0 ? -ECONNRESET : -errno;
+		lib_disconnect();
+		return (lib_fail(error, "hpzerod closed the connection"));
+	}
+	if (proto_validate(reply, why, sizeof(why)) != 0 ||
+	    reply->u.hdr.seq != hdr->seq ||
+	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
+		proto_close_fds(reply);
+		lib_disconnect();
+		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
+		    why[0] != '\0' ? why : "unexpected type or sequence"));
+	}
+	if (reply->u.hdr.type == HPZ_MSG_REPLY && reply->u.reply.error != 0)
+		return (lib_fail(reply->u.reply.error, "hpzerod: %s",
+		    reply->u.reply.text));
+	if (reply->u.hdr.type != want)
+		return (lib_fail(-EPROTO, "hpzerod sent a %s, expected a %s",
+		    proto_type_name(reply->u.hdr.type),
+		    proto_type_name(want)));
+	return (0);
+}
+
+long
+hpz_page_size(int fd)
+{
+	struct statfs	sfs;
+
+	if (fstatfs(fd, &sfs) == -1)
+		return (lib_fail(-errno, "fstatfs: %s", strerror(errno)));
+	if ((long)sfs.f_type == LIB_HUGETLBFS_MAGIC)
+		return ((long)sfs.f_bsize);
+	if ((long)sfs.f_type == LIB_TMPFS_MAGIC)
+		return (sysconf(_SC_PAGESIZE));
+	return (lib_fail(-EINVAL, "fd %d is on a filesystem with magic 0x%lx: "
+	    "only hugetlbfs and shmem files can be served", fd,
+	    (unsigned long)sfs.f_type));
+}
+
+/* A new userfaultfd: the syscall, else /dev/userfaultfd. */
+static int
+lib_uffd_open(void)
+{
+	int	fd, dev, error;
+
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0)
+		return (fd);
+	error = -errno;
+	dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (dev >= 0) {
+		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		close(dev);
+		if (fd >= 0)
+			return (fd);
+	}
+	return (lib_fail(error, "cannot create a userfaultfd: %s (as "
+	    "non-root, set vm.unprivileged_userfaultfd or grant access to "
+	    "/dev/userfaultfd)", strerror(-error)));
+}
+
+/* Features the kernel offers, asked once on a throwaway uffd. */
+static int
+lib_uffd_features(uint64_t *features)
+{
+	static uint64_t		cached;
+	static int		known;
+	struct uffdio_api	api;
+	int			fd;
+
+	if (known) {
+		*features = cached;
+		return (0);
+	}
+	if ((fd = lib_uffd_open()) < 0)
+		return (fd);
+	memset(&api, 0, sizeof(api));
+	api.api = UFFD_API;
+	if (ioctl(fd, UFFDIO_API, &api) == -1 || api.api != UFFD_API) {
+		close(fd);
+		return (lib_fail(-ENOTSUP, "UFFDIO_API: %s", strerror(errno)));
+	}
+	close(fd);
+	cached = api.features;
+	known = 1;
+	*features = cached;
+	return (0);
+}
+
+/* The registered-region record for exactly this range, or NULL. */
+static struct lib_region *
+lib_find(uintptr_t addr, size_t len, struct lib_region ***prevp)
+{
+	struct lib_region	**pp, *lr;
+
+	for (pp = &lib_regions; (lr = *pp) != NULL; pp = &lr->next) {
+		if (lr->addr == addr && lr->len == len) {
+			if (prevp != NULL)
+				*prevp = pp;
+			return (lr);
+		}
+	}
+	return (NULL);
+}
+
+/* The record whose range holds [addr, addr+len), or NULL. */
+static struct lib_region *
+lib_find_within(uintptr_t addr, size_t len)
+{
+	struct lib_region	*lr;
+
+	for (lr = lib_regions; lr != NULL; lr = lr->next)
+		if (addr >= lr->addr && len <= lr->len &&
+		    addr - lr->addr <= lr->len - len)
+			return (lr);
+	return (NULL);
+}
+
+int
+lib_is_registered(const struct hpz_region *region)
+{
+	int	found;
+
+	pthread_mutex_lock(&lib_lock);
+	found = lib_find((uintptr_t)region->addr, region->len, NULL) != NULL;
+	pthread_mutex_unlock(&lib_lock);
+	return (found);
+}
+
+/* Drop our record of a region whose mapping is gone. */
+void
+lib_forget(const struct hpz_region *region)
+{
+	struct lib_region	*lr, **pp;
+
+	pthread_mutex_lock(&lib_lock);
+	lr = lib_find((uintptr_t)region->addr, region->len, &pp);
+	if (lr != NULL) {
+		*pp = lr->next;
+		close(lr->uffd);
+		free(lr);
+	}
+	pthread_mutex_unlock(&lib_lock);
+}
+
+static int
+lib_check_region(const struct hpz_region *region)
+{
+	if (region == NULL)
+		return (lib_fail(-EINVAL, "region is NULL"));
+	if (region->addr == NULL || region->len == 0)
+		return (lib_fail(-EINVAL, "region has no address or length"));
+	if (region->fd < 0)
+		return (lib_fail(-EINVAL, "region has no backing file: "
+		    "private anonymous memory cannot be served; map a "
+		    "hugetlbfs or shmem file MAP_SHARED (hpz_region_create)"));
+	if ((region->flags & ~HPZ_REGION_FLAGS) != 0)
+		return (lib_fail(-EINVAL, "unknown region flags 0x%x",
+		    region->flags));
+	if (region->offset < 0)
+		return (lib_fail(-EINVAL, "negative file offset"));
+	return (0);
+}
+
+int
+hpz_register(const struct hpz_region *region)
+{
+	struct hpz_msg_register	 req;
+	struct hpz_msg		 reply;
+	struct uffdio_api	 api;
+	struct uffdio_register	 ureg;
+	struct uffdio_range	 range;
+	struct lib_region	*lr = NULL;
+	uint64_t		 offered = 0, need;
+	long			 page;
+	int			 uffd = -1, fds[2], error;
+
+	pthread_once(&lib_once, lib_init_once);
+	if ((error = lib_check_region(region)) != 0)
+		return (error);
+	if ((page = hpz_page_size(region->fd)) < 0)
+		return ((int)page);
+	if (((uintptr_t)region->addr | region->len |
+	    (uint64_t)region->offset) % (uint64_t)page != 0)
+		return (lib_fail(-EINVAL, "address, length and offset must be "
+		    "multiples of the backing page size %ld", page));
+
+	pthread_mutex_lock(&lib_lock);
+	if (lib_find_within((uintptr_t)region->addr, 1) != NULL ||
+	    lib_find_within((uintptr_t)region->addr + region->len - 1, 1) !=
+	    NULL) {
+		error = lib_fail(-EBUSY, "overlaps a region this process "
+		    "registered");
+		goto out;
+	}
+	if ((error = lib_uffd_features(&offered)) != 0)
+		goto out;
+	need = page > 4096 ? UFFD_FEATURE_MINOR_HUGETLBFS :
+	    UFFD_FEATURE_MINOR_SHMEM;
+	if ((offered & need) == 0) {
+		error = lib_fail(-ENOTSUP, "the kernel offers no userfaultfd "
+		    "minor faults for %s", page > 4096 ? "hugetlbfs" : "shmem");
+		goto out;
+	}
+	if ((uffd = lib_uffd_open()) < 0) {
+		error = uffd;
+		goto out;
+	}
+	memset(&api, 0, sizeof(api));
+	api.api = UFFD_API;
+	api.features = offered & LIB_UFFD_WANT;
+	if (ioctl(uffd, UFFDIO_API, &api) == -1 || api.api != UFFD_API) {
+		error = lib_fail(-ENOTSUP, "UFFDIO_API: %s", strerror(errno));
+		goto out;
+	}
+
+	memset(&ureg, 0, sizeof(ureg));
+	ureg.range.start = (uintptr_t)region->addr;
+	ureg.range.len = region->len;
+	ureg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR;
+	if (ioctl(uffd, UFFDIO_REGISTER, &ureg) == -1) {
+		error = -errno;
+		lib_fail(error, "UFFDIO_REGISTER: %s%s", strerror(errno),
+		    errno == EINVAL ? " (is the range one MAP_SHARED mapping "
+		    "of a hugetlbfs or shmem file?)" : "");
+		goto out;
+	}
+	if ((ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0) {
+		error = lib_fail(-ENOTSUP, "UFFDIO_CONTINUE is not offered "
+		    "on this range");
+		goto unregister;
+	}
+	/* Children must not inherit pages the daemon serves for us. */
+	if (madvise(region->addr, region->len, MADV_DONTFORK) == -1) {
+		error = lib_fail(-errno, "madvise(MADV_DONTFORK): %s",
+		    strerror(errno));
+		goto unregister;
+	}
+	if ((lr = calloc(1, sizeof(*lr))) == NULL) {
+		error = lib_fail(-ENOMEM, "out of memory");
+		goto dofork;
+	}
+
+	proto_init(&req, HPZ_MSG_REGISTER, sizeof(req), 0);
+	req.addr = (uintptr_t)region->addr;
+	req.len = region->len;
+	req.offset = (uint64_t)region->offset;
+	req.page_size = (uint64_t)page;
+	req.uffd_features = api.features;
+	req.uffd_ioctls = ureg.ioctls;
+	req.flags = region->flags;
+	fds[0] = uffd;
+	fds[1] = region->fd;
+	error = lib_request(&req, sizeof(req), fds, 2, &reply, HPZ_MSG_REPLY);
+	if (error != 0)
+		goto dofork;
+
+	lr->addr = (uintptr_t)region->addr;
+	lr->len = region->len;
+	lr->uffd = uffd;
+	lr->next = lib_regions;
+	lib_regions = lr;
+	pthread_mutex_unlock(&lib_lock);
+	return (0);
+
+dofork:
+	madvise(region->addr, region->len, MADV_DOFORK);
+unregister:
+	/* Wakes any thread that faulted meanwhile; the kernel serves it. */
+	range.start = (uintptr_t)region->addr;
+	range.len = region->len;
+	ioctl(uffd, UFFDIO_UNREGISTER, &range);
+out:
+	free(lr);
+	if (uffd >= 0)
+		close(uffd);
+	pthread_mutex_unlock(&lib_lock);
+	return (error);
+}
+
+int
+hpz_unregister(const struct hpz_region *region)
+{
+	struct hpz_msg_range	 req;
+	struct hpz_msg		 reply;
+	struct uffdio_range	 range;
+	struct lib_region	*lr, **pp;
+	int			 error;
+
+	if (region == NULL)
+		return (lib_fail(-EINVAL, "region is NULL"));
+	pthread_mutex_lock(&lib_lock);
+	lr = lib_find((uintptr_t)region->addr, region->len, &pp);
+	if (lr == NULL) {
+		pthread_mutex_unlock(&lib_lock);
+		return (lib_fail(-ENOENT, "this process has no region "
+		    "registered at exactly that address and length"));
+	}
+	proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
+	req.addr = lr->addr;
+	req.len = lr->len;
+	/*
+	 * The daemon drops garbage and unregisters the range itself; if it
+	 * cannot be reached the region stays registered: never exposed.
+	 */
+	error = lib_request(&req, sizeof(req), NULL, 0, &reply, HPZ_MSG_REPLY);
+	if (error == 0) {
+		range.start = lr->addr;
+		range.len = lr->len;
+		ioctl(lr->uffd, UFFDIO_UNREGISTER, &range);
+		madvise((void *)lr->addr, lr->len, MADV_DOFORK);
+		*pp = lr->next;
+		close(lr->uffd);
+		free(lr);
+	}
+	pthread_mutex_unlock(&lib_lock);
+	return (error);
+}
+
+int
+hpz_reset(const struct hpz_region *region)
+{
+	struct hpz_msg_range	req;
+	struct hpz_msg		reply;
+	int			error;
+
+	if (region == NULL || region->addr == NULL || region->len == 0)
+		return (lib_fail(-EINVAL, "region has no address or length"));
+	pthread_mutex_lock(&lib_lock);
+	if (lib_find_within((uintptr_t)region->addr, region->len) == NULL) {
+		pthread_mutex_unlock(&lib_lock);
+		return (lib_fail(-ENOENT, "range is not inside a region this "
+		    "process registered"));
+	}
+	proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
+	req.addr = (uintptr_t)region->addr;
+	req.len = region->len;
+	error = lib_request(&req, sizeof(req), NULL, 0, &reply, HPZ_MSG_REPLY);
+	/*
+	 * Only now zap our page tables: every later access faults and the
+	 * daemon, which already counts the pages as garbage, clears them.
+	 */
+	if (error == 0 && madvise(region->addr, region->len,
+	    MADV_DONTNEED) == -1)
+		error = lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
+		    strerror(errno));
+	pthread_mutex_unlock(&lib_lock);
+	return (error);
+}
+
+int
+hpz_status(struct hpz_status *st)
+{
+	struct hpz_msg_header		 req;
+	struct hpz_msg			 reply;
+	const struct hpz_msg_status_reply *s = &reply.u.status;
+	int				 error;
+
+	if (st == NULL)
+		return (lib_fail(-EINVAL, "status is NULL"));
+	pthread_once(&lib_once, lib_init_once);
+	proto_init(&req, HPZ_MSG_STATUS, sizeof(req), 0);
+	pthread_mutex_lock(&lib_lock);
+	error = lib_request(&req, sizeof(req), NULL, 0, &reply,
+	    HPZ_MSG_STATUS_REPLY);
+	pthread_mutex_unlock(&lib_lock);
+	if (error != 0)
+		return (error);
+	memset(st, 0, sizeof(*st));
+	snprintf(st->version, sizeof(st->version), "%s", s->version);
+	st->uptime_ms = s->uptime_ms;
+	st->clients = s->clients;
+	st->regions = s->regions;
+	st->bytes_registered = s->bytes_registered;
+	st->workers = s->workers;
+	st->faults = s->faults;
+	st->faults_missing = s->faults_missing;
+	st->faults_minor = s->faults_minor;
+	st->faults_shared = s->faults_shared;
+	st->pages_cleared = s->pages_cleared;
+	st->bytes_cleared = s->bytes_cleared;
+	st->pages_populated = s->pages_populated;
+	st->pages_punched = s->pages_punched;
+	st->resets = s->resets;
+	st->registers = s->registers;
+	st->unregisters = s->unregisters;
+	st->requests_rejected = s->requests_rejected;
+	st->clients_dropped = s->clients_dropped;
+	st->fault_ns_total = s->fault_ns_total;
+	st->fault_ns_max = s->fault_ns_max;
+	return (0);
+}

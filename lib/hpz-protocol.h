@@ -1,0 +1,123 @@
+/*
+ * hpz-protocol.h - the wire protocol between libhpz and hpzerod.
+ *
+ * SOCK_SEQPACKET over a UNIX socket: one message a packet, host byte order
+ * (both ends are on the same machine).  Every request gets exactly one
+ * reply carrying the request's seq.  File descriptors travel only with
+ * HPZ_MSG_REGISTER (exactly two: the userfaultfd, then the backing file).
+ *
+ * Don't forget to bump HPZ_PROTOCOL_VERSION when anything here changes.
+ */
+#ifndef HPZ_PROTOCOL_H
+#define HPZ_PROTOCOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HPZ_PROTOCOL_VERSION	1
+#define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
+
+/* No valid message is larger; receivers read one byte more to see excess. */
+#define HPZ_MSG_MAX		512
+#define HPZ_REPLY_TEXT		192
+#define HPZ_REGISTER_NFDS	2
+
+enum hpz_msg_type {
+	HPZ_MSG_REGISTER = 1,		/* client: struct hpz_msg_register + 2 fds */
+	HPZ_MSG_UNREGISTER = 2,		/* client: struct hpz_msg_range */
+	HPZ_MSG_RESET = 3,		/* client: struct hpz_msg_range */
+	HPZ_MSG_STATUS = 4,		/* client: header only */
+	HPZ_MSG_REPLY = 64,		/* daemon: struct hpz_msg_reply */
+	HPZ_MSG_STATUS_REPLY = 65,	/* daemon: struct hpz_msg_status_reply */
+};
+
+struct hpz_msg_header {
+	uint32_t	magic;		/* HPZ_MAGIC */
+	uint16_t	version;	/* HPZ_PROTOCOL_VERSION */
+	uint16_t	type;		/* enum hpz_msg_type */
+	uint32_t	len;		/* whole message, header included */
+	uint32_t	seq;		/* chosen by the client, echoed in the reply */
+};
+
+struct hpz_msg_register {
+	struct hpz_msg_header hdr;
+	uint64_t	addr;		/* client virtual address */
+	uint64_t	len;		/* bytes */
+	uint64_t	offset;		/* file offset mapped at addr */
+	uint64_t	page_size;	/* backing page size the client saw */
+	uint64_t	uffd_features;	/* features UFFDIO_API agreed to */
+	uint64_t	uffd_ioctls;	/* ioctls UFFDIO_REGISTER returned */
+	uint32_t	flags;		/* HPZ_REGION_FLAGS */
+	uint32_t	reserved;	/* must be zero */
+};
+
+struct hpz_msg_range {
+	struct hpz_msg_header hdr;
+	uint64_t	addr;
+	uint64_t	len;
+};
+
+struct hpz_msg_reply {
+	struct hpz_msg_header hdr;
+	int32_t		error;		/* 0 or a negative errno */
+	uint32_t	reserved;	/* must be zero */
+	uint64_t	region_id;	/* on a successful register */
+	char		text[HPZ_REPLY_TEXT];	/* NUL-terminated reason */
+};
+
+struct hpz_msg_status_reply {
+	struct hpz_msg_header hdr;
+	char		version[32];	/* NUL-terminated */
+	uint64_t	uptime_ms;
+	uint64_t	clients;
+	uint64_t	regions;
+	uint64_t	bytes_registered;
+	uint64_t	workers;
+	uint64_t	faults;
+	uint64_t	faults_missing;
+	uint64_t	faults_minor;
+	uint64_t	faults_shared;
+	uint64_t	pages_cleared;
+	uint64_t	bytes_cleared;
+	uint64_t	pages_populated;
+	uint64_t	pages_punched;
+	uint64_t	resets;
+	uint64_t	registers;
+	uint64_t	unregisters;
+	uint64_t	requests_rejected;
+	uint64_t	clients_dropped;
+	uint64_t	fault_ns_total;
+	uint64_t	fault_ns_max;
+};
+
+_Static_assert(sizeof(struct hpz_msg_register) <= HPZ_MSG_MAX, "register");
+_Static_assert(sizeof(struct hpz_msg_reply) <= HPZ_MSG_MAX, "reply");
+_Static_assert(sizeof(struct hpz_msg_status_reply) <= HPZ_MSG_MAX, "status");
+
+/* A received message: the bytes and the fds that came with them. */
+struct hpz_msg {
+	union {
+		struct hpz_msg_header		hdr;
+		struct hpz_msg_register		reg;
+		struct hpz_msg_range		range;
+		struct hpz_msg_reply		reply;
+		struct hpz_msg_status_reply	status;
+		unsigned char			bytes[HPZ_MSG_MAX + 1];
+	} u;
+	size_t		len;
+	int		fds[HPZ_REGISTER_NFDS];
+	int		nfds;
+};
+
+/* proto.c */
+void		 proto_init(void *msg, uint16_t type, size_t len, uint32_t seq);
+size_t		 proto_size(uint16_t type);
+int		 proto_validate(const struct hpz_msg *msg, char *why,
+		    size_t whylen);
+ssize_t		 proto_send(int sock, const void *msg, size_t len,
+		    const int *fds, int nfds);
+ssize_t		 proto_recv(int sock, struct hpz_msg *msg);
+void		 proto_close_fds(struct hpz_msg *msg);
+const char	*proto_type_name(uint16_t type);
+
+#endif /* HPZ_PROTOCOL_H */

@@ -1,0 +1,85 @@
+/*
+ * hpz.h - libhpz, the client side of hpzerod.
+ *
+ * The only installed header.  struct hpz_region may grow: new fields are
+ * only ever appended after `flags`, and a caller that zero-initialises the
+ * struct (struct hpz_region r = { 0 }) gets the old behaviour from them.
+ */
+#ifndef HPZ_H
+#define HPZ_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HPZ_VERSION		"0.1.0"
+
+/* Default socket; $HPZ_SOCKET overrides it. */
+#define HPZ_SOCKET_DEFAULT	"/run/hpzerod/hpzerod.sock"
+
+/* hpz_region.flags: region flags. */
+#define HPZ_DISCARD		0x0001u	/* current contents are garbage */
+#define HPZ_REGION_FLAGS	(HPZ_DISCARD)
+
+/* hpz_region_create() flags: page size, a separate namespace. */
+#define HPZ_PAGE_2M		0x0000u	/* 2 MiB hugetlb memfd (default) */
+#define HPZ_PAGE_1G		0x0100u	/* 1 GiB hugetlb memfd */
+#define HPZ_PAGE_SHMEM		0x0200u	/* shmem memfd, 4 KiB pages */
+#define HPZ_PAGE_MASK		0x0300u
+
+struct hpz_region {
+	void		*addr;		/* start of the caller's MAP_SHARED mapping */
+	size_t		 len;		/* bytes, a multiple of the backing page size */
+	int		 fd;		/* hugetlbfs or shmem file backing the mapping */
+	off_t		 offset;	/* file offset mapped at addr */
+	unsigned int	 flags;		/* HPZ_DISCARD: the current contents are garbage */
+};
+
+/* Counters of a running daemon, as hpz_status() returns them. */
+struct hpz_status {
+	char		 version[32];
+	unsigned long long uptime_ms;
+	unsigned long long clients;
+	unsigned long long regions;
+	unsigned long long bytes_registered;
+	unsigned long long workers;
+	unsigned long long faults;		/* faults resolved */
+	unsigned long long faults_missing;	/* page was not in the file */
+	unsigned long long faults_minor;	/* page was in the file */
+	unsigned long long faults_shared;	/* resolved by another fault's work */
+	unsigned long long pages_cleared;
+	unsigned long long bytes_cleared;
+	unsigned long long pages_populated;
+	unsigned long long pages_punched;
+	unsigned long long resets;
+	unsigned long long registers;
+	unsigned long long unregisters;
+	unsigned long long requests_rejected;
+	unsigned long long clients_dropped;
+	unsigned long long fault_ns_total;	/* sum of fault read -> mapped */
+	unsigned long long fault_ns_max;
+};
+
+int		 hpz_register(const struct hpz_region *region);
+int		 hpz_unregister(const struct hpz_region *region);
+int		 hpz_reset(const struct hpz_region *region);
+int		 hpz_region_create(struct hpz_region *region, size_t len,
+		    unsigned int flags);
+void		 hpz_region_destroy(struct hpz_region *region);
+const char	*hpz_strerror(int err);
+
+/* The daemon's (or the library's) reason for this thread's last failure. */
+const char	*hpz_last_error(void);
+/* Ask the daemon for its counters. */
+int		 hpz_status(struct hpz_status *status);
+/* Page size of the file behind fd (hugetlbfs or shmem), or negative errno. */
+long		 hpz_page_size(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HPZ_H */

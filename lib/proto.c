@@ -1,0 +1,307 @@
+/*
+ * proto.c - encode, send, receive and validate hpzerod protocol messages.
+ * Built into both libhpz and hpzerod: one definition of what is valid.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+
+#include "hpz.h"
+#include "hpz-protocol.h"
+
+/* Enough control space to see (and close) a flood of fds. */
+#define PROTO_CMSG_FDS	64
+
+static int	proto_fail(char *, size_t, int, const char *, ...)
+		    __attribute__((format(printf, 4, 5)));
+
+/* Fill in a header for a message of type and len. */
+void
+proto_init(void *msg, uint16_t type, size_t len, uint32_t seq)
+{
+	struct hpz_msg_header	*hdr = msg;
+
+	memset(msg, 0, len);
+	hdr->magic = HPZ_MAGIC;
+	hdr->version = HPZ_PROTOCOL_VERSION;
+	hdr->type = type;
+	hdr->len = (uint32_t)len;
+	hdr->seq = seq;
+}
+
+/* The one valid size of each message type, 0 for an unknown type. */
+size_t
+proto_size(uint16_t type)
+{
+	switch (type) {
+	case HPZ_MSG_REGISTER:
+		return (sizeof(struct hpz_msg_register));
+	case HPZ_MSG_UNREGISTER:
+	case HPZ_MSG_RESET:
+		return (sizeof(struct hpz_msg_range));
+	case HPZ_MSG_STATUS:
+		return (sizeof(struct hpz_msg_header));
+	case HPZ_MSG_REPLY:
+		return (sizeof(struct hpz_msg_reply));
+	case HPZ_MSG_STATUS_REPLY:
+		return (sizeof(struct hpz_msg_status_reply));
+	}
+	return (0);
+}
+
+const char *
+proto_type_name(uint16_t type)
+{
+	switch (type) {
+	case HPZ_MSG_REGISTER:
+		return ("register");
+	case HPZ_MSG_UNREGISTER:
+		return ("unregister");
+	case HPZ_MSG_RESET:
+		return ("reset");
+	case HPZ_MSG_STATUS:
+		return ("status");
+	case HPZ_MSG_REPLY:
+		return ("reply");
+	case HPZ_MSG_STATUS_REPLY:
+		return ("status-reply");
+	}
+	return ("unknown");
+}
+
+static int
+proto_fail(char *why, size_t whylen, int error, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return (error);
+}
+
+static int
+proto_terminated(const char *s, size_t size)
+{
+	return (memchr(s, '\0', size) != NULL);
+}
+
+/* A range is non-empty, 4 KiB aligned and does not wrap. */
+static int
+proto_range_ok(uint64_t addr, uint64_t len)
+{
+	if (len == 0 || (addr & 4095) != 0 || (len & 4095) != 0)
+		return (0);
+	return (addr + len > addr);
+}
+
+/*
+ * Check a received message completely: framing, exact length, fd count,
+ * reserved fields and field ranges.  0 if valid, else a negative errno with
+ * the reason in why.
+ */
+int
+proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
+{
+	const struct hpz_msg_header	*hdr = &msg->u.hdr;
+	const struct hpz_msg_register	*reg = &msg->u.reg;
+	const struct hpz_msg_reply	*rep = &msg->u.reply;
+	size_t				 want;
+	int				 wantfds;
+
+	if (msg->len > HPZ_MSG_MAX)
+		return (proto_fail(why, whylen, -EMSGSIZE,
+		    "oversized message (more than %d bytes)", HPZ_MSG_MAX));
+	if (msg->len < sizeof(*hdr))
+		return (proto_fail(why, whylen, -EBADMSG,
+		    "short message (%zu bytes)", msg->len));
+	if (hdr->magic != HPZ_MAGIC)
+		return (proto_fail(why, whylen, -EBADMSG,
+		    "bad magic 0x%08x", hdr->magic));
+	if (hdr->version != HPZ_PROTOCOL_VERSION)
+		return (proto_fail(why, whylen, -EPROTONOSUPPORT,
+		    "protocol version %u, expected %u", hdr->version,
+		    HPZ_PROTOCOL_VERSION));
+	want = proto_size(hdr->type);
+	if (want == 0)
+		return (proto_fail(why, whylen, -EBADMSG,
+		    "unknown message type %u", hdr->type));
+	if (hdr->len != msg->len || msg->len != want)
+		return (proto_fail(why, whylen, -EBADMSG,
+		    "%s message is %zu bytes (header says %u), expected %zu",
+		    proto_type_name(hdr->type), msg->len, hdr->len, want));
+	wantfds = hdr->type == HPZ_MSG_REGISTER ? HPZ_REGISTER_NFDS : 0;
+	if (msg->nfds != wantfds)
+		return (proto_fail(why, whylen, -EBADMSG,
+		    "%s message carries %d fds, expected %d",
+		    proto_type_name(hdr->type), msg->nfds, wantfds));
+
+	switch (hdr->type) {
+	case HPZ_MSG_REGISTER:
+		if (reg->reserved != 0)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "reserved field is not zero"));
+		if ((reg->flags & ~HPZ_REGION_FLAGS) != 0)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "unknown region flags 0x%x", reg->flags));
+		if (reg->page_size < 4096 ||
+		    (reg->page_size & (reg->page_size - 1)) != 0)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "page size %llu is not a power of two >= 4096",
+			    (unsigned long long)reg->page_size));
+		if (!proto_range_ok(reg->addr, reg->len))
+			return (proto_fail(why, whylen, -EINVAL,
+			    "bad range addr 0x%llx len %llu",
+			    (unsigned long long)reg->addr,
+			    (unsigned long long)reg->len));
+		if ((reg->addr | reg->len | reg->offset) &
+		    (reg->page_size - 1))
+			return (proto_fail(why, whylen, -EINVAL,
+			    "addr, len and offset must be multiples of the "
+			    "page size %llu",
+			    (unsigned long long)reg->page_size));
+		if (reg->offset > INT64_MAX - reg->len)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "offset + len overflows"));
+		break;
+	case HPZ_MSG_UNREGISTER:
+	case HPZ_MSG_RESET:
+		if (!proto_range_ok(msg->u.range.addr, msg->u.range.len))
+			return (proto_fail(why, whylen, -EINVAL,
+			    "bad range addr 0x%llx len %llu",
+			    (unsigned long long)msg->u.range.addr,
+			    (unsigned long long)msg->u.range.len));
+		break;
+	case HPZ_MSG_REPLY:
+		if (rep->reserved != 0 || rep->error > 0 || rep->error < -4095)
+			return (proto_fail(why, whylen, -EBADMSG,
+			    "bad reply status %d", rep->error));
+		if (!proto_terminated(rep->text, sizeof(rep->text)))
+			return (proto_fail(why, whylen, -EBADMSG,
+			    "reply text is not terminated"));
+		break;
+	case HPZ_MSG_STATUS_REPLY:
+		if (!proto_terminated(msg->u.status.version,
+		    sizeof(msg->u.status.version)))
+			return (proto_fail(why, whylen, -EBADMSG,
+			    "version string is not terminated"));
+		break;
+	}
+	return (0);
+}
+
+/* Send one message with optional fds.  Returns bytes sent or -1. */
+ssize_t
+proto_send(int sock, const void *msg, size_t len, const int *fds, int nfds)
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 8)];
+	}		 cm;
+	struct cmsghdr	*c;
+	ssize_t		 n;
+
+	if (nfds < 0 || nfds > 8) {
+		errno = EINVAL;
+		return (-1);
+	}
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = (void *)msg;
+	iov.iov_len = len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds > 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	return (n);
+}
+
+/*
+ * Receive one message.  Keeps at most HPZ_REGISTER_NFDS fds (close-on-exec)
+ * and closes any others at once, but counts them all in nfds so validation
+ * rejects the message.  A message longer than HPZ_MSG_MAX gets len
+ * HPZ_MSG_MAX + 1.  Returns the length, 0 on end of file, -1 on error.
+ */
+ssize_t
+proto_recv(int sock, struct hpz_msg *msg)
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * PROTO_CMSG_FDS)];
+	}		 cm;
+	struct cmsghdr	*c;
+	ssize_t		 n;
+	size_t		 i, count;
+	int		 fd;
+
+	memset(&mh, 0, sizeof(mh));
+	msg->len = 0;
+	msg->nfds = 0;
+	iov.iov_base = msg->u.bytes;
+	iov.iov_len = sizeof(msg->u.bytes);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return (-1);
+
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < count; i++) {
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
+			if (msg->nfds < HPZ_REGISTER_NFDS)
+				msg->fds[msg->nfds] = fd;
+			else
+				close(fd);
+			msg->nfds++;
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC)
+		msg->nfds += PROTO_CMSG_FDS;	/* more than we could see */
+	if (n == 0 && msg->nfds == 0)
+		return (0);
+	msg->len = (size_t)n;
+	if ((mh.msg_flags & MSG_TRUNC) || msg->len > HPZ_MSG_MAX)
+		msg->len = HPZ_MSG_MAX + 1;
+	return ((ssize_t)msg->len);
+}
+
+/* Close whatever fds a received message still holds. */
+void
+proto_close_fds(struct hpz_msg *msg)
+{
+	int	i, kept;
+
+	kept = msg->nfds < HPZ_REGISTER_NFDS ? msg->nfds : HPZ_REGISTER_NFDS;
+	for (i = 0; i < kept; i++) {
+		if (msg->fds[i] >= 0)
+			close(msg->fds[i]);
+		msg->fds[i] = -1;
+	}
+	msg->nfds = 0;
+}

@@ -1,0 +1,95 @@
+/*
+ * region.c - hpz_region_create and hpz_region_destroy: a memfd of the
+ * chosen page size, sized and mapped MAP_SHARED, ready to register.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <linux/memfd.h>
+
+#include "libhpz.h"
+
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
+#endif
+#ifndef MFD_HUGE_1GB
+#define MFD_HUGE_1GB	(30U << MFD_HUGE_SHIFT)
+#endif
+
+int
+hpz_region_create(struct hpz_region *region, size_t len, unsigned int flags)
+{
+	unsigned int	 mfd;
+	size_t		 page;
+	void		*p;
+	int		 fd, error;
+
+	if (region == NULL)
+		return (lib_fail(-EINVAL, "region is NULL"));
+	if ((flags & ~HPZ_PAGE_MASK) != 0)
+		return (lib_fail(-EINVAL, "unknown flags 0x%x (only "
+		    "HPZ_PAGE_2M, HPZ_PAGE_1G, HPZ_PAGE_SHMEM)", flags));
+	switch (flags & HPZ_PAGE_MASK) {
+	case HPZ_PAGE_2M:
+		mfd = MFD_HUGETLB | MFD_HUGE_2MB;
+		page = 2UL << 20;
+		break;
+	case HPZ_PAGE_1G:
+		mfd = MFD_HUGETLB | MFD_HUGE_1GB;
+		page = 1UL << 30;
+		break;
+	case HPZ_PAGE_SHMEM:
+		mfd = 0;
+		page = (size_t)sysconf(_SC_PAGESIZE);
+		break;
+	default:
+		return (lib_fail(-EINVAL, "HPZ_PAGE_1G and HPZ_PAGE_SHMEM "
+		    "are exclusive"));
+	}
+	if (len == 0 || len % page != 0)
+		return (lib_fail(-EINVAL, "length %zu is not a positive "
+		    "multiple of the page size %zu", len, page));
+
+	fd = memfd_create("hpz-region", MFD_CLOEXEC | mfd);
+	if (fd == -1)
+		return (lib_fail(-errno, "memfd_create: %s", strerror(errno)));
+	if (ftruncate(fd, (off_t)len) == -1) {
+		error = lib_fail(-errno, "ftruncate: %s", strerror(errno));
+		close(fd);
+		return (error);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		/* hugetlb: ENOMEM when the pool cannot reserve len. */
+		error = lib_fail(-errno, "mmap of %zu bytes: %s%s", len,
+		    strerror(errno), mfd != 0 ? " (are enough huge pages "
+		    "reserved?)" : "");
+		close(fd);
+		return (error);
+	}
+	memset(region, 0, sizeof(*region));
+	region->addr = p;
+	region->len = len;
+	region->fd = fd;
+	region->offset = 0;
+	region->flags = 0;
+	return (0);
+}
+
+void
+hpz_region_destroy(struct hpz_region *region)
+{
+	if (region == NULL || region->addr == NULL)
+		return;
+	if (lib_is_registered(region) && hpz_unregister(region) != 0) {
+		/* Unmapping ends the registration: nothing can be exposed. */
+		munmap(region->addr, region->len);
+		lib_forget(region);
+	} else
+		munmap(region->addr, region->len);
+	if (region->fd >= 0)
+		close(region->fd);
+	memset(region, 0, sizeof(*region));
+	region->fd = -1;
+}
