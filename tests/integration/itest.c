@@ -1,0 +1,900 @@
+/*
+ * itest.c - integration tests: real client calls against the real daemon
+ * that run.sh started.  Every test forks (criterion), so each gets a fresh
+ * libhpz connection.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <linux/userfaultfd.h>
+
+#include <criterion/criterion.h>
+
+#include "itest.h"
+
+/* --- helpers ------------------------------------------------------------ */
+
+long
+itest_free_pages(unsigned long page_kib)
+{
+	char	 path[128];
+	FILE	*f;
+	long	 n = -1;
+
+	snprintf(path, sizeof(path),
+	    "/sys/kernel/mm/hugepages/hugepages-%lukB/free_hugepages",
+	    page_kib);
+	if ((f = fopen(path, "r")) == NULL)
+		return (-1);
+	if (fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return (n);
+}
+
+/* Skip the test when the pool cannot give n pages right now. */
+void
+itest_need_pages(unsigned long page_kib, long n)
+{
+	long	have = itest_free_pages(page_kib);
+
+	if (have < n)
+		cr_skip_test("needs %ld free %lu KiB huge pages, %ld free", n,
+		    page_kib, have);
+}
+
+void
+itest_create(struct hpz_region *r, size_t len, unsigned int flags)
+{
+	int	error;
+
+	if ((flags & HPZ_PAGE_MASK) == HPZ_PAGE_2M)
+		itest_need_pages(2048, (long)(len / (2 * MiB)));
+	else if ((flags & HPZ_PAGE_MASK) == HPZ_PAGE_1G)
+		itest_need_pages(1048576, (long)(len / GiB));
+	error = hpz_region_create(r, len, flags);
+	cr_assert_eq(error, 0, "hpz_region_create: %s (%s)",
+	    hpz_strerror(error), hpz_last_error());
+}
+
+size_t
+itest_count_not(const void *p, size_t len, unsigned char v, size_t *first)
+{
+	const unsigned char	*b = p;
+	size_t			 i, n = 0;
+
+	*first = (size_t)-1;
+	for (i = 0; i < len; i++) {
+		if (b[i] != v) {
+			if (n++ == 0)
+				*first = i;
+		}
+	}
+	return (n);
+}
+
+size_t
+itest_count_nonzero(const void *p, size_t len, size_t *first)
+{
+	const uint64_t	*w = p;
+	size_t		 i, n = 0;
+
+	*first = (size_t)-1;
+	for (i = 0; i < len / 8; i++) {
+		if (w[i] != 0) {
+			if (n++ == 0)
+				*first = i * 8;
+		}
+	}
+	return (n);
+}
+
+void
+itest_touch_read(const void *p, size_t len, size_t step)
+{
+	const volatile unsigned char	*b = p;
+	size_t				 i;
+
+	for (i = 0; i < len; i += step)
+		(void)b[i];
+}
+
+struct hpz_status
+itest_status(void)
+{
+	struct hpz_status	st;
+	int			error;
+
+	error = hpz_status(&st);
+	cr_assert_eq(error, 0, "hpz_status: %s", hpz_strerror(error));
+	return (st);
+}
+
+int
+itest_raw_connect(void)
+{
+	struct sockaddr_un	 sun;
+	const char		*path = getenv("HPZ_SOCKET");
+	int			 fd;
+
+	cr_assert_not_null(path, "HPZ_SOCKET is not set (run via run.sh)");
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0,
+	    "connect %s: %s", path, strerror(errno));
+	return (fd);
+}
+
+/* Open fds of the daemon, from /proc; -1 if unknown. */
+int
+itest_daemon_fds(void)
+{
+	const char	*pid = getenv("HPZD_PID");
+	char		 path[64];
+	DIR		*d;
+	struct dirent	*e;
+	int		 n = 0;
+
+	if (pid == NULL)
+		return (-1);
+	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
+	if ((d = opendir(path)) == NULL)
+		return (-1);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return (n);
+}
+
+/* A userfaultfd set up like libhpz does, for raw protocol tests. */
+int
+itest_make_uffd(void *addr, size_t len, uint64_t *features, uint64_t *ioctls)
+{
+	struct uffdio_api	api;
+	struct uffdio_register	reg;
+	int			fd;
+
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	cr_assert_geq(fd, 0, "userfaultfd: %s", strerror(errno));
+	memset(&api, 0, sizeof(api));
+	api.api = UFFD_API;
+	api.features = UFFD_FEATURE_MISSING_HUGETLBFS |
+	    UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM |
+	    UFFD_FEATURE_EXACT_ADDRESS;
+	cr_assert_eq(ioctl(fd, UFFDIO_API, &api), 0, "UFFDIO_API: %s",
+	    strerror(errno));
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)addr;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR;
+	cr_assert_eq(ioctl(fd, UFFDIO_REGISTER, &reg), 0,
+	    "UFFDIO_REGISTER: %s", strerror(errno));
+	*features = api.features;
+	*ioctls = reg.ioctls;
+	return (fd);
+}
+
+static void
+itest_register(struct hpz_region *r)
+{
+	int	error = hpz_register(r);
+
+	cr_assert_eq(error, 0, "hpz_register: %s (%s)", hpz_strerror(error),
+	    hpz_last_error());
+}
+
+static void
+itest_assert_zero(const struct hpz_region *r, const char *when)
+{
+	size_t	first, n;
+
+	n = itest_count_nonzero(r->addr, r->len, &first);
+	cr_assert_eq(n, 0, "%s: %zu non-zero words, first at offset %zu",
+	    when, n, first);
+}
+
+/* A second mapping of the same file, never registered: the "other side". */
+static void *
+itest_alias(const struct hpz_region *r)
+{
+	void	*p = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    r->fd, r->offset);
+
+	cr_assert_neq(p, MAP_FAILED, "alias mmap: %s", strerror(errno));
+	return (p);
+}
+
+/* --- basic service ------------------------------------------------------ */
+
+Test(serve, fresh_2m_region_reads_zero)
+{
+	struct hpz_region	r;
+	struct hpz_status	before, after;
+
+	itest_create(&r, 32 * MiB, HPZ_PAGE_2M);
+	before = itest_status();
+	itest_register(&r);
+	itest_assert_zero(&r, "first read");
+	after = itest_status();
+	cr_assert_geq(after.faults_missing - before.faults_missing, 16,
+	    "daemon served %llu missing faults, expected >= 16",
+	    after.faults_missing - before.faults_missing);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, fresh_shmem_region_reads_zero)
+{
+	struct hpz_region	r;
+	struct hpz_status	before, after;
+
+	itest_create(&r, 8 * MiB, HPZ_PAGE_SHMEM);
+	before = itest_status();
+	itest_register(&r);
+	itest_assert_zero(&r, "first read");
+	after = itest_status();
+	cr_assert_geq(after.faults - before.faults, 2048);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, one_gib_page_region)
+{
+	struct hpz_region	r;
+	unsigned char		*p;
+	size_t			 first;
+
+	itest_create(&r, GiB, HPZ_PAGE_1G);
+	memset(r.addr, 0x77, 4096);	/* present before registration */
+	itest_register(&r);
+	cr_assert_eq(madvise(r.addr, r.len, MADV_DONTNEED), 0);
+	p = r.addr;
+	cr_assert_eq(itest_count_not(p, 4096, 0x77, &first), 0,
+	    "1 GiB page lost its data at %zu", first);
+	memset(p, 0xee, r.len);
+	cr_assert_eq(hpz_reset(&r), 0, "%s", hpz_last_error());
+	itest_assert_zero(&r, "1 GiB page after reset");
+	hpz_region_destroy(&r);
+}
+
+Test(serve, writes_after_fault_stick)
+{
+	struct hpz_region	r;
+	unsigned char		*p;
+	size_t			 i, first;
+
+	itest_create(&r, 8 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	p = r.addr;
+	for (i = 0; i < r.len; i += 4096)
+		p[i] = (unsigned char)(i >> 12);
+	/* Zap our mapping: the pages hold data, the daemon maps them as is. */
+	cr_assert_eq(madvise(r.addr, r.len, MADV_DONTNEED), 0);
+	for (i = 0; i < r.len; i += 4096)
+		cr_assert_eq(p[i], (unsigned char)(i >> 12),
+		    "data page zeroed at %zu", i);
+	(void)first;
+	hpz_region_destroy(&r);
+}
+
+Test(serve, data_before_registration_kept)
+{
+	struct hpz_region	 r;
+	unsigned char		*alias;
+	size_t			 first;
+
+	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
+	/* Data written through another mapping: the region never saw it. */
+	alias = itest_alias(&r);
+	memset(alias, 0x3c, 8 * MiB);
+	itest_register(&r);
+	cr_assert_eq(itest_count_not(r.addr, 8 * MiB, 0x3c, &first), 0,
+	    "data lost at offset %zu", first);
+	cr_assert_eq(itest_count_nonzero((char *)r.addr + 8 * MiB, 8 * MiB,
+	    &first), 0, "fresh half not zero at %zu", first);
+	munmap(alias, r.len);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, discard_region_reads_zero)
+{
+	struct hpz_region	 r;
+	unsigned char		*alias;
+
+	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
+	alias = itest_alias(&r);
+	memset(alias, 0xd1, 10 * MiB);	/* garbage in part of the file */
+	r.flags = HPZ_DISCARD;
+	itest_register(&r);
+	itest_assert_zero(&r, "discard region");
+	munmap(alias, r.len);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, discard_shmem_region_reads_zero)
+{
+	struct hpz_region	 r;
+	unsigned char		*alias;
+
+	itest_create(&r, 4 * MiB, HPZ_PAGE_SHMEM);
+	alias = itest_alias(&r);
+	memset(alias, 0x99, r.len);
+	r.flags = HPZ_DISCARD;
+	itest_register(&r);
+	itest_assert_zero(&r, "discard shmem region");
+	munmap(alias, r.len);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, reset_after_pattern_reads_zero)
+{
+	struct hpz_region	r;
+	struct hpz_status	before, after;
+	int			round;
+
+	itest_create(&r, 32 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	for (round = 0; round < 3; round++) {
+		memset(r.addr, 0xa5 + round, r.len);
+		before = itest_status();
+		cr_assert_eq(hpz_reset(&r), 0, "reset: %s", hpz_last_error());
+		itest_assert_zero(&r, "after reset");
+		after = itest_status();
+		cr_assert_geq(after.pages_cleared - before.pages_cleared, 16,
+		    "daemon cleared %llu pages",
+		    after.pages_cleared - before.pages_cleared);
+	}
+	hpz_region_destroy(&r);
+}
+
+Test(serve, reset_shmem_reads_zero)
+{
+	struct hpz_region	r;
+
+	itest_create(&r, 4 * MiB, HPZ_PAGE_SHMEM);
+	itest_register(&r);
+	memset(r.addr, 0x5e, r.len);
+	cr_assert_eq(hpz_reset(&r), 0, "reset: %s", hpz_last_error());
+	itest_assert_zero(&r, "shmem after reset");
+	hpz_region_destroy(&r);
+}
+
+Test(serve, reset_hides_writes_through_alias)
+{
+	struct hpz_region	 r;
+	unsigned char		*alias;
+
+	itest_create(&r, 8 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	alias = itest_alias(&r);
+	memset(alias, 0x42, r.len);	/* stale bytes the region never read */
+	cr_assert_eq(hpz_reset(&r), 0);
+	itest_assert_zero(&r, "after reset");
+	munmap(alias, r.len);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, reset_subrange_only)
+{
+	struct hpz_region	 r, mid;
+	unsigned char		*p;
+	size_t			 first;
+
+	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	memset(r.addr, 0x17, r.len);
+	mid = r;
+	mid.addr = (char *)r.addr + 4 * MiB;
+	mid.len = 8 * MiB;
+	cr_assert_eq(hpz_reset(&mid), 0, "%s", hpz_last_error());
+	p = r.addr;
+	cr_assert_eq(itest_count_not(p, 4 * MiB, 0x17, &first), 0);
+	cr_assert_eq(itest_count_nonzero(p + 4 * MiB, 8 * MiB, &first), 0,
+	    "reset range not zero at %zu", first);
+	cr_assert_eq(itest_count_not(p + 12 * MiB, 4 * MiB, 0x17, &first), 0,
+	    "page outside the reset lost data at %zu", first);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, reset_keeps_pages_allocated)
+{
+	struct hpz_region	r;
+	struct stat		before, after;
+
+	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	memset(r.addr, 0x01, r.len);
+	/* hugetlbfs counts the file's allocated pages in st_blocks. */
+	cr_assert_eq(fstat(r.fd, &before), 0);
+	cr_assert_eq((size_t)before.st_blocks * 512, r.len);
+	cr_assert_eq(hpz_reset(&r), 0);
+	itest_assert_zero(&r, "after reset");
+	cr_assert_eq(fstat(r.fd, &after), 0);
+	cr_assert_eq(after.st_blocks, before.st_blocks,
+	    "file blocks went %lld -> %lld: pages were given back",
+	    (long long)before.st_blocks, (long long)after.st_blocks);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, unregister_keeps_data_drops_garbage)
+{
+	struct hpz_region	 r;
+	unsigned char		*p;
+	size_t			 first;
+
+	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	p = r.addr;
+	memset(p, 0xab, r.len);
+	cr_assert_eq(hpz_reset(&r), 0);
+	memset(p, 0xcd, 2 * MiB);	/* page 0: data again */
+	cr_assert_eq(hpz_unregister(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(itest_count_not(p, 2 * MiB, 0xcd, &first), 0,
+	    "mapped data lost at %zu", first);
+	cr_assert_eq(itest_count_nonzero(p + 2 * MiB, r.len - 2 * MiB,
+	    &first), 0, "stale garbage visible after unregister at %zu",
+	    first);
+	/* Unregistered: a second unregister says so. */
+	cr_assert_eq(hpz_unregister(&r), -ENOENT);
+	hpz_region_destroy(&r);
+}
+
+Test(serve, destroy_releases_region)
+{
+	struct hpz_region	r;
+	struct hpz_status	base, mid, after;
+
+	itest_create(&r, 4 * MiB, HPZ_PAGE_2M);
+	base = itest_status();
+	itest_register(&r);
+	mid = itest_status();
+	cr_assert_eq(mid.regions, base.regions + 1);
+	cr_assert_eq(mid.bytes_registered, base.bytes_registered + r.len);
+	hpz_region_destroy(&r);
+	after = itest_status();
+	cr_assert_eq(after.regions, base.regions);
+	cr_assert_null(r.addr);
+}
+
+Test(serve, random_order_touches)
+{
+	struct hpz_region	 r;
+	unsigned char		*p;
+	size_t			 n, i, j, t, *order, first;
+
+	itest_create(&r, 64 * MiB, HPZ_PAGE_2M);
+	r.flags = HPZ_DISCARD;
+	itest_register(&r);
+	p = r.addr;
+	n = r.len / 4096;
+	order = malloc(n * sizeof(*order));
+	cr_assert_not_null(order);
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	srand(12345);
+	for (i = n - 1; i > 0; i--) {
+		j = (size_t)rand() % (i + 1);
+		t = order[i];
+		order[i] = order[j];
+		order[j] = t;
+	}
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(p[order[i] * 4096 + 4095], 0);
+		p[order[i] * 4096] = (unsigned char)(order[i] | 1);
+	}
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(p[i * 4096], (unsigned char)(i | 1));
+		cr_assert_eq(itest_count_nonzero(p + i * 4096 + 8, 4096 - 8,
+		    &first), 0);
+	}
+	free(order);
+	hpz_region_destroy(&r);
+}
+
+/* --- concurrency ---------------------------------------------------------- */
+
+struct same_page {
+	pthread_barrier_t	*barrier;
+	volatile unsigned char	*byte;
+	unsigned char		 seen;
+};
+
+static void *
+same_page_main(void *arg)
+{
+	struct same_page	*sp = arg;
+
+	pthread_barrier_wait(sp->barrier);
+	sp->seen = *sp->byte;
+	return (NULL);
+}
+
+static void
+itest_same_page(unsigned int flags, int reset)
+{
+	struct hpz_region	r;
+	pthread_barrier_t	barrier;
+	pthread_t		t[8];
+	struct same_page	sp[8];
+	int			i, round;
+
+	itest_create(&r, 8 * MiB, HPZ_PAGE_2M);
+	r.flags = flags;
+	itest_register(&r);
+	for (round = 0; round < 4; round++) {
+		if (reset) {
+			memset(r.addr, 0xff, r.len);
+			cr_assert_eq(hpz_reset(&r), 0);
+		}
+		pthread_barrier_init(&barrier, NULL, 8);
+		for (i = 0; i < 8; i++) {
+			sp[i].barrier = &barrier;
+			sp[i].byte = (unsigned char *)r.addr +
+			    (size_t)round * 2 * MiB + (size_t)i * 4096 * 7;
+			sp[i].seen = 0xee;
+			pthread_create(&t[i], NULL, same_page_main, &sp[i]);
+		}
+		for (i = 0; i < 8; i++) {
+			pthread_join(t[i], NULL);
+			cr_assert_eq(sp[i].seen, 0, "thread %d read 0x%02x", i,
+			    sp[i].seen);
+		}
+		pthread_barrier_destroy(&barrier);
+	}
+	itest_assert_zero(&r, "after concurrent faults");
+	hpz_region_destroy(&r);
+}
+
+Test(concurrency, threads_fault_same_fresh_page)
+{
+	itest_same_page(0, 0);
+}
+
+Test(concurrency, threads_fault_same_garbage_page)
+{
+	itest_same_page(HPZ_DISCARD, 1);
+}
+
+/* One client process: its own region, touched, checked, reset, checked. */
+static int
+itest_child_cycle(size_t len)
+{
+	struct hpz_region	r;
+	size_t			first;
+	int			round;
+
+	if (hpz_region_create(&r, len, HPZ_PAGE_2M) != 0)
+		return (3);
+	if (hpz_register(&r) != 0)
+		return (4);
+	for (round = 0; round < 3; round++) {
+		if (itest_count_nonzero(r.addr, r.len, &first) != 0)
+			return (5);
+		memset(r.addr, 0x80 | round, r.len);
+		if (hpz_reset(&r) != 0)
+			return (6);
+	}
+	if (itest_count_nonzero(r.addr, r.len, &first) != 0)
+		return (7);
+	hpz_region_destroy(&r);
+	return (0);
+}
+
+Test(concurrency, several_processes_at_once)
+{
+	pid_t	pid[4];
+	int	i, status;
+
+	itest_need_pages(2048, 4 * 16);
+	for (i = 0; i < 4; i++) {
+		pid[i] = fork();
+		cr_assert_geq(pid[i], 0);
+		if (pid[i] == 0)
+			_exit(itest_child_cycle(32 * MiB));
+	}
+	for (i = 0; i < 4; i++) {
+		cr_assert_eq(waitpid(pid[i], &status, 0), pid[i]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		    "client process %d failed with status 0x%x", i, status);
+	}
+}
+
+Test(concurrency, killed_client_releases_its_state)
+{
+	struct hpz_status	base, st;
+	struct hpz_region	r;
+	pid_t			pid;
+	int			pfd[2], i, status;
+	char			c;
+
+	itest_need_pages(2048, 64);
+	base = itest_status();
+	cr_assert_eq(pipe(pfd), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(pfd[0]);
+		if (hpz_region_create(&r, 128 * MiB, HPZ_PAGE_2M) != 0 ||
+		    hpz_register(&r) != 0)
+			_exit(3);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(4);
+		for (;;) {	/* fault until killed */
+			memset(r.addr, 0x66, r.len);
+			hpz_reset(&r);
+		}
+	}
+	close(pfd[1]);
+	cr_assert_eq(read(pfd[0], &c, 1), 1, "child did not register");
+	usleep(200 * 1000);
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status));
+	for (i = 0; i < 100; i++) {
+		st = itest_status();
+		if (st.regions == base.regions && st.clients == base.clients + 1)
+			break;
+		usleep(50 * 1000);
+	}
+	cr_assert_eq(st.regions, base.regions,
+	    "daemon still holds %llu regions (had %llu)", st.regions,
+	    base.regions);
+	cr_assert_eq(st.bytes_registered, base.bytes_registered);
+	close(pfd[0]);
+	/* And the daemon still serves. */
+	itest_create(&r, 4 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	itest_assert_zero(&r, "after a client was killed");
+	hpz_region_destroy(&r);
+}
+
+Test(concurrency, forked_child_does_not_inherit_region)
+{
+	struct hpz_region	r;
+	pid_t			pid;
+	int			status;
+
+	itest_create(&r, 4 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* MADV_DONTFORK: the range is not mapped here. */
+		(void)*(volatile unsigned char *)r.addr;
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+	    "child could reach the registered range (status 0x%x)", status);
+	itest_assert_zero(&r, "parent");
+	hpz_region_destroy(&r);
+}
+
+/* --- library errors ------------------------------------------------------- */
+
+Test(errors, no_daemon)
+{
+	struct hpz_region	r;
+	int			error;
+
+	setenv("HPZ_SOCKET", "/nonexistent/hpzerod.sock", 1);
+	itest_create(&r, 2 * MiB, HPZ_PAGE_2M);
+	error = hpz_register(&r);
+	cr_assert(error == -ENOENT || error == -ECONNREFUSED, "got %d", error);
+	cr_assert_not_null(strstr(hpz_strerror(error), "not running"));
+	/* Nothing left registered: the page is served by the kernel. */
+	*(volatile char *)r.addr = 1;
+	hpz_region_destroy(&r);
+}
+
+Test(errors, private_anonymous_memory_rejected)
+{
+	struct hpz_region	 r;
+	void			*p;
+
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	memset(&r, 0, sizeof(r));
+	r.addr = p;
+	r.len = 2 * MiB;
+	r.fd = -1;
+	cr_assert_eq(hpz_register(&r), -EINVAL);
+	cr_assert_not_null(strstr(hpz_last_error(), "private anonymous"),
+	    "%s", hpz_last_error());
+	munmap(p, 2 * MiB);
+}
+
+Test(errors, regular_file_rejected)
+{
+	struct hpz_region	 r;
+	char			 path[] = "/tmp/hpz-itest-XXXXXX";
+	void			*p;
+	int			 fd;
+
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	unlink(path);
+	cr_assert_eq(ftruncate(fd, 2 * MiB), 0);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	memset(&r, 0, sizeof(r));
+	r.addr = p;
+	r.len = 2 * MiB;
+	r.fd = fd;
+	cr_assert_eq(hpz_register(&r), -EINVAL);
+	cr_assert_not_null(strstr(hpz_last_error(), "hugetlbfs and shmem"),
+	    "%s", hpz_last_error());
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+Test(errors, misaligned_region_rejected)
+{
+	struct hpz_region	r, bad;
+
+	itest_create(&r, 4 * MiB, HPZ_PAGE_2M);
+	bad = r;
+	bad.addr = (char *)r.addr + 4096;
+	bad.len = 2 * MiB;
+	cr_assert_eq(hpz_register(&bad), -EINVAL);
+	bad = r;
+	bad.len = 3 * MiB;
+	cr_assert_eq(hpz_register(&bad), -EINVAL);
+	cr_assert_not_null(strstr(hpz_last_error(), "multiple"));
+	hpz_region_destroy(&r);
+}
+
+Test(errors, region_past_end_of_file_rejected)
+{
+	struct hpz_region	 r;
+	struct hpz_status	 before, after;
+	void			*p;
+	int			 fd;
+
+	fd = memfd_create("itest", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 1 * MiB), 0);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	memset(&r, 0, sizeof(r));
+	r.addr = p;
+	r.len = 2 * MiB;
+	r.fd = fd;
+	before = itest_status();
+	cr_assert_eq(hpz_register(&r), -EINVAL);
+	cr_assert_not_null(strstr(hpz_last_error(), "past the end"), "%s",
+	    hpz_last_error());
+	after = itest_status();
+	cr_assert_eq(after.regions, before.regions);
+	cr_assert_eq(after.requests_rejected, before.requests_rejected + 1);
+	munmap(p, 2 * MiB);
+	close(fd);
+}
+
+Test(errors, overlap_in_same_process_rejected)
+{
+	struct hpz_region	r, half;
+
+	itest_create(&r, 8 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	cr_assert_eq(hpz_register(&r), -EBUSY);
+	half = r;
+	half.addr = (char *)r.addr + 4 * MiB;
+	half.len = 4 * MiB;
+	half.offset = 4 * MiB;
+	cr_assert_eq(hpz_register(&half), -EBUSY);
+	hpz_region_destroy(&r);
+}
+
+Test(errors, same_file_range_twice_rejected)
+{
+	struct hpz_region	 r, alias;
+
+	itest_create(&r, 8 * MiB, HPZ_PAGE_2M);
+	itest_register(&r);
+	/* Another mapping of the same file pages: two states for one page. */
+	alias = r;
+	alias.addr = itest_alias(&r);
+	cr_assert_eq(hpz_register(&alias), -EBUSY, "%s", hpz_last_error());
+	cr_assert_not_null(strstr(hpz_last_error(), "overlaps"));
+	munmap(alias.addr, alias.len);
+	hpz_region_destroy(&r);
+}
+
+Test(errors, unknown_region_calls)
+{
+	struct hpz_region	r;
+
+	itest_create(&r, 2 * MiB, HPZ_PAGE_2M);
+	cr_assert_eq(hpz_unregister(&r), -ENOENT);
+	cr_assert_eq(hpz_reset(&r), -ENOENT);
+	hpz_region_destroy(&r);
+}
+
+Test(errors, region_create_bad_arguments)
+{
+	struct hpz_region	r;
+
+	cr_assert_eq(hpz_region_create(&r, 3 * MiB, HPZ_PAGE_2M), -EINVAL);
+	cr_assert_eq(hpz_region_create(&r, 0, HPZ_PAGE_2M), -EINVAL);
+	cr_assert_eq(hpz_region_create(&r, 2 * MiB, 0x4000), -EINVAL);
+	cr_assert_eq(hpz_region_create(&r, 2 * MiB,
+	    HPZ_PAGE_1G | HPZ_PAGE_SHMEM), -EINVAL);
+	cr_assert_eq(hpz_region_create(NULL, 2 * MiB, 0), -EINVAL);
+	cr_assert_eq(hpz_register(NULL), -EINVAL);
+}
+
+Test(errors, unknown_region_flags_rejected)
+{
+	struct hpz_region	r;
+
+	itest_create(&r, 2 * MiB, HPZ_PAGE_2M);
+	r.flags = 0x80;
+	cr_assert_eq(hpz_register(&r), -EINVAL);
+	r.flags = 0;
+	hpz_region_destroy(&r);
+}
+
+/* --- hpzctl --------------------------------------------------------------- */
+
+static int
+itest_run(const char *args, char *out, size_t outlen)
+{
+	const char	*dir = getenv("HPZ_BUILDDIR");
+	char		 cmd[1024];
+	FILE		*f;
+	size_t		 n;
+	int		 status;
+
+	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
+	snprintf(cmd, sizeof(cmd), "%s/client/hpzctl %s 2>&1", dir, args);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	return (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+Test(hpzctl, status_answers)
+{
+	char	out[4096];
+
+	cr_assert_eq(itest_run("status", out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "faults"), "%s", out);
+	cr_assert_not_null(strstr(out, HPZ_VERSION), "%s", out);
+}
+
+Test(hpzctl, status_without_daemon_fails)
+{
+	char	out[4096];
+
+	cr_assert_eq(itest_run("-s /nonexistent/x.sock status", out,
+	    sizeof(out)), 1, "%s", out);
+}
+
+Test(hpzctl, stats_json)
+{
+	char	out[8192];
+
+	cr_assert_eq(itest_run("stats --json", out, sizeof(out)), 0, "%s", out);
+	cr_assert_not_null(strstr(out, "\"faults\""), "%s", out);
+	cr_assert_not_null(strstr(out, "\"bytes_registered\""), "%s", out);
+	cr_assert_eq(out[0], '{', "%s", out);
+}

@@ -1,0 +1,55 @@
+#!/bin/bash
+# run.sh - start a real hpzerod on a temporary socket, reserve the huge
+# pages the integration tests need, run them, put everything back.
+# Exit 77 (skip) when the machine cannot run them.
+set -u
+: "${HPZ_BUILDDIR:?run from make check}"
+B=$HPZ_BUILDDIR
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: integration tests need root (huge page pool, userfaultfd)"
+	exit 77
+fi
+if [ ! -e /dev/userfaultfd ] && ! grep -q 1 /proc/sys/vm/unprivileged_userfaultfd 2>/dev/null; then
+	echo "note: no /dev/userfaultfd; relying on the userfaultfd syscall"
+fi
+
+NR=/proc/sys/vm/nr_hugepages
+G1=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
+old_nr=$(cat $NR)
+old_g1=$(cat $G1 2>/dev/null || echo)
+dir=$(mktemp -d /tmp/hpz-itest.XXXXXX)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	echo "$old_nr" > $NR
+	[ -n "$old_g1" ] && echo "$old_g1" > $G1 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+
+# One 1 GiB page for its test, if the kernel can find one; then 2 MiB pages.
+[ -n "$old_g1" ] && echo $((old_g1 + 1)) > $G1 2>/dev/null
+want=$((old_nr + 400))
+echo $want > $NR
+echo "huge pages: 2 MiB free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) (asked $want total)," \
+	"1 GiB free $(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo 0)"
+
+sock=$dir/hpzerod.sock
+"$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
+pid=$!
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+if [ ! -S "$sock" ]; then
+	echo "hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
+fi
+
+export HPZ_SOCKET=$sock HPZD_PID=$pid
+# One job: the tests share one daemon and read its counters.
+"$B/tests/integration/itest" --jobs 1 "$@"
+rc=$?
+if ! kill -0 "$pid" 2>/dev/null; then
+	echo "hpzerod died during the tests"; rc=1; pid=
+fi
+echo "--- hpzerod log (warnings and errors) ---"
+grep -E '^<[0-4]>' "$dir/hpzerod.log" | tail -40
+exit $rc
