@@ -187,7 +187,7 @@ control_unregister(struct client *c, struct hpz_msg *m)
 
 	r = region_find(c, m->u.range.addr, m->u.range.len, 1);
 	if (r == NULL)
-		return (control_refuse(c, m->u.hdr.seq, -ENOENT, "unregister",
+		return (control_refuse(c, m->u.hdr.seq, -ENXIO, "unregister",
 		    "no region registered by this connection at that range"));
 	id = r->id;
 	region_destroy(r);
@@ -205,7 +205,7 @@ control_reset(struct client *c, struct hpz_msg *m)
 
 	r = region_find(c, m->u.range.addr, m->u.range.len, 0);
 	if (r == NULL)
-		return (control_refuse(c, m->u.hdr.seq, -ENOENT, "reset",
+		return (control_refuse(c, m->u.hdr.seq, -ENXIO, "reset",
 		    "range is not inside a region registered by this "
 		    "connection"));
 	error = region_reset(r, m->u.range.addr, m->u.range.len);

@@ -84,6 +84,8 @@ hpz_strerror(int err)
 		return ("the connection to hpzerod was lost");
 	case -EBUSY:
 		return ("the region overlaps a registered region");
+	case -ENXIO:
+		return ("no such registered region");
 	case -EDQUOT:
 		return ("over a limit of hpzerod");
 	case -EINVAL:
@@ -502,7 +504,7 @@ hpz_unregister(const struct hpz_region *region)
 	lr = lib_find((uintptr_t)region->addr, region->len, &pp);
 	if (lr == NULL) {
 		pthread_mutex_unlock(&lib_lock);
-		return (lib_fail(-ENOENT, "this process has no region "
+		return (lib_fail(-ENXIO, "this process has no region "
 		    "registered at exactly that address and length"));
 	}
 	proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
@@ -538,7 +540,7 @@ hpz_reset(const struct hpz_region *region)
 	pthread_mutex_lock(&lib_lock);
 	if (lib_find_within((uintptr_t)region->addr, region->len) == NULL) {
 		pthread_mutex_unlock(&lib_lock);
-		return (lib_fail(-ENOENT, "range is not inside a region this "
+		return (lib_fail(-ENXIO, "range is not inside a region this "
 		    "process registered"));
 	}
 	proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);

@@ -283,12 +283,12 @@ Test(hostile, reset_of_another_connections_region)
 	rg.addr = (uintptr_t)r.addr;
 	rg.len = r.len;
 	bad_send_raw(sock, &rg, sizeof(rg), NULL, 0);
-	bad_expect(sock, -ENOENT, 0);
+	bad_expect(sock, -ENXIO, 0);
 	proto_init(&rg, HPZ_MSG_UNREGISTER, sizeof(rg), 12);
 	rg.addr = (uintptr_t)r.addr;
 	rg.len = r.len;
 	bad_send_raw(sock, &rg, sizeof(rg), NULL, 0);
-	bad_expect(sock, -ENOENT, 0);
+	bad_expect(sock, -ENXIO, 0);
 	close(sock);
 	cr_assert_eq(madvise(r.addr, r.len, MADV_DONTNEED), 0);
 	cr_assert_eq(((unsigned char *)r.addr)[12345], 0x5a,

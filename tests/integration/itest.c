@@ -450,7 +450,7 @@ Test(serve, unregister_keeps_data_drops_garbage)
 	    &first), 0, "stale garbage visible after unregister at %zu",
 	    first);
 	/* Unregistered: a second unregister says so. */
-	cr_assert_eq(hpz_unregister(&r), -ENOENT);
+	cr_assert_eq(hpz_unregister(&r), -ENXIO);
 	hpz_region_destroy(&r);
 }
 
@@ -674,12 +674,15 @@ Test(concurrency, forked_child_does_not_inherit_region)
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		/* MADV_DONTFORK: the range is not mapped here. */
-		(void)*(volatile unsigned char *)r.addr;
-		_exit(0);
+		unsigned char	vec;
+
+		/* MADV_DONTFORK: the range is not mapped here at all. */
+		if (mincore(r.addr, 4096, &vec) == -1 && errno == ENOMEM)
+			_exit(0);
+		_exit(1);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	    "child could reach the registered range (status 0x%x)", status);
 	itest_assert_zero(&r, "parent");
 	hpz_region_destroy(&r);
@@ -822,8 +825,8 @@ Test(errors, unknown_region_calls)
 	struct hpz_region	r;
 
 	itest_create(&r, 2 * MiB, HPZ_PAGE_2M);
-	cr_assert_eq(hpz_unregister(&r), -ENOENT);
-	cr_assert_eq(hpz_reset(&r), -ENOENT);
+	cr_assert_eq(hpz_unregister(&r), -ENXIO);
+	cr_assert_eq(hpz_reset(&r), -ENXIO);
 	hpz_region_destroy(&r);
 }
 

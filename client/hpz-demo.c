@@ -1,0 +1,734 @@
+/*
+ * hpz-demo.c - the quick-start demo: first touch of huge-page memory served
+ * by the kernel, by hpzerod, and by hpzerod after hpz_reset, side by side,
+ * with every byte read back and checked for zero.
+ *
+ * Each run maps SIZE bytes, lets THREADS threads read one byte of every
+ * 4 KiB in order (each thread a contiguous share of the pages, as a guest
+ * first touching its memory does) and times that from the barrier that
+ * starts them to the last join.  Figures are medians over RUNS runs, each
+ * beside the kernel's figure from the same run.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+
+#include "hpz.h"
+
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT		26
+#endif
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB		(21 << MAP_HUGE_SHIFT)
+#endif
+#ifndef MAP_HUGE_1GB
+#define MAP_HUGE_1GB		(30 << MAP_HUGE_SHIFT)
+#endif
+
+#define DEMO_EXIT_FAIL		1
+#define DEMO_EXIT_USAGE		2
+#define DEMO_EXIT_SKIP		77	/* automake's "skipped" */
+
+#define DEMO_SUBPAGE		4096UL	/* the touch reads one byte of each */
+#define DEMO_PATTERN		0xa5	/* what a recycled region held */
+#define DEMO_DEFAULT_SIZE	(512UL << 20)
+#define DEMO_MAX_THREADS	1024
+#define DEMO_MAX_RUNS		1000
+
+/* What one invocation measures. */
+struct demo {
+	size_t		 size;		/* bytes a run maps */
+	size_t		 page;		/* backing page size */
+	unsigned int	 pageflag;	/* HPZ_PAGE_* for hpz_region_create */
+	const char	*pagename;	/* for messages */
+	int		 threads;
+	int		 runs;
+	const char	*socket;	/* where libhpz looks, for messages */
+	unsigned long long verified;	/* bytes read back zero so far */
+};
+
+/* One touching thread: its share of the mapping. */
+struct demo_thread {
+	pthread_t		 tid;
+	pthread_barrier_t	*barrier;
+	const unsigned char	*base;
+	size_t			 len;
+	unsigned long		 sink;	/* keeps the reads from vanishing */
+};
+
+/* The three rows of the summary. */
+enum {
+	DEMO_KERNEL,
+	DEMO_FRESH,
+	DEMO_RECYCLED,
+	DEMO_NROWS
+};
+
+static const char *const demo_rows[DEMO_NROWS] = {
+	"kernel first touch",
+	"hpzerod fresh",
+	"hpzerod recycled (after hpz_reset)",
+};
+
+/* Where the read bytes end up, so the compiler must do the reads. */
+static unsigned long	demo_sink;
+
+static void	demo_usage(FILE *);
+static void	demo_usage_error(const char *, ...)
+		    __attribute__((format(printf, 1, 2), noreturn));
+static uint64_t	demo_now(void);
+static const char *demo_human(size_t, char *, size_t);
+static int	demo_parse_size(const char *, size_t *);
+static int	demo_parse_int(const char *, int, int, int *);
+static int	demo_pool(const struct demo *);
+static void	*demo_thread_main(void *);
+static double	demo_touch(const struct demo *, void *, size_t);
+static int	demo_verify(struct demo *, const void *, const char *, int);
+static void	*demo_kernel_map(const struct demo *, size_t);
+static int	demo_kernel_run(const struct demo *, size_t, double *);
+static void	demo_hpz_error(const struct demo *, const char *, int);
+static int	demo_hpz_run(struct demo *, int, double *, double *,
+		    double *);
+static int	demo_cmp(const void *, const void *);
+static double	demo_median(const double *, int, double *, double *);
+static void	demo_summary(const struct demo *, double *[DEMO_NROWS]);
+
+/* How to call us; on stdout for -h, on stderr after a mistake. */
+static void
+demo_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: hpz-demo [-h] [-s socket] [-S size] [-t threads]\n"
+	    "                [-p 2m|1g|shmem] [-r runs]\n"
+	    "  -s socket   hpzerod's socket (default $HPZ_SOCKET,\n"
+	    "              then %s)\n"
+	    "  -S size     bytes to map per run, with K, M, G or T"
+	    " (default 512M, 1G for -p 1g)\n"
+	    "  -t threads  threads touching the memory (default 2)\n"
+	    "  -p page     2m, 1g (hugetlb) or shmem (default 2m)\n"
+	    "  -r runs     runs to take the median of (default 3)\n"
+	    "exit status: 0 all zero, 1 failure, 2 usage,"
+	    " 77 not enough huge pages (skipped)\n", HPZ_SOCKET_DEFAULT);
+}
+
+/* A bad command line: say what is wrong, show the usage, exit 2. */
+static void
+demo_usage_error(const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs("hpz-demo: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	demo_usage(stderr);
+	exit(DEMO_EXIT_USAGE);
+}
+
+/* Monotonic nanoseconds; wall-clock jumps must not enter a figure. */
+static uint64_t
+demo_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+}
+
+/* Sizes in the units people pick them in: 512 MiB, 1.50 GiB. */
+static const char *
+demo_human(size_t n, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	size_t		 u = 0, whole = n;
+
+	while (whole >= 1024 && whole % 1024 == 0 &&
+	    u < sizeof units / sizeof units[0] - 1) {
+		whole /= 1024;
+		u++;
+	}
+	if (whole < 1024 || u == sizeof units / sizeof units[0] - 1) {
+		snprintf(buf, len, "%zu %s", whole, units[u]);
+		return (buf);
+	}
+	/* Not a round number of the next unit: two decimals of it. */
+	snprintf(buf, len, "%.2f %s", (double)whole / 1024.0, units[u + 1]);
+	return (buf);
+}
+
+/* Parse 512M, 1G, 4096; 0 on success, -1 on garbage or overflow. */
+static int
+demo_parse_size(const char *s, size_t *out)
+{
+	unsigned long long	 v;
+	unsigned int		 shift = 0;
+	char			*end;
+
+	if (*s < '0' || *s > '9')
+		return (-1);
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return (-1);
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		shift = 10;
+		break;
+	case 'm': case 'M':
+		shift = 20;
+		break;
+	case 'g': case 'G':
+		shift = 30;
+		break;
+	case 't': case 'T':
+		shift = 40;
+		break;
+	default:
+		return (-1);
+	}
+	if (*end != '\0' && end[1] != '\0')
+		return (-1);
+	/* The warm-up maps twice the size: keep that far from overflow. */
+	if (v == 0 || v > ((SIZE_MAX / 4) >> shift))
+		return (-1);
+	*out = (size_t)v << shift;
+	return (0);
+}
+
+/* Parse a decimal int within [min, max]; 0 on success. */
+static int
+demo_parse_int(const char *s, int min, int max, int *out)
+{
+	long	 v;
+	char	*end;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		return (-1);
+	*out = (int)v;
+	return (0);
+}
+
+/* Room in the hugetlb pool for hpzerod's region and the kernel's? */
+static int
+demo_pool(const struct demo *d)
+{
+	char			 path[128], line[64];
+	static const char *const names[2] = {
+		"free_hugepages", "resv_hugepages"
+	};
+	unsigned long long	 v[2], need, avail;
+	FILE			*f;
+	int			 i;
+
+	if (d->pageflag == HPZ_PAGE_SHMEM)
+		return (0);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof path,
+		    "/sys/kernel/mm/hugepages/hugepages-%zukB/%s",
+		    d->page / 1024, names[i]);
+		if ((f = fopen(path, "r")) == NULL) {
+			printf("hpz-demo: skipped: no %s huge pages here"
+			    " (%s: %s)\n", d->pagename, path, strerror(errno));
+			return (DEMO_EXIT_SKIP);
+		}
+		if (fgets(line, sizeof line, f) == NULL ||
+		    sscanf(line, "%llu", &v[i]) != 1) {
+			fclose(f);
+			fprintf(stderr, "hpz-demo: cannot read %s\n", path);
+			return (DEMO_EXIT_FAIL);
+		}
+		fclose(f);
+	}
+	/* Reserved pages are counted free but already promised. */
+	avail = v[0] > v[1] ? v[0] - v[1] : 0;
+	need = 2 * (d->size / d->page);
+	if (avail < need) {
+		printf("hpz-demo: skipped: need %llu free %s huge pages"
+		    " (%llu for the hpzerod region, %llu for the kernel"
+		    " reference), %llu available\n", need, d->pagename,
+		    need / 2, need / 2, avail);
+		if (d->pageflag == HPZ_PAGE_2M)
+			printf("hpz-demo: reserve them with: echo %llu >"
+			    " /proc/sys/vm/nr_hugepages\n", need);
+		else
+			printf("hpz-demo: reserve them with: echo %llu > %s\n",
+			    need, "/sys/kernel/mm/hugepages/"
+			    "hugepages-1048576kB/nr_hugepages");
+		return (DEMO_EXIT_SKIP);
+	}
+	return (0);
+}
+
+/* Wait for the start, then read one byte of every 4 KiB of our share. */
+static void *
+demo_thread_main(void *arg)
+{
+	struct demo_thread		*t = arg;
+	const volatile unsigned char	*p = t->base;
+	unsigned long			 sum = 0;
+	size_t				 off;
+
+	pthread_barrier_wait(t->barrier);
+	for (off = 0; off < t->len; off += DEMO_SUBPAGE)
+		sum += p[off];
+	t->sink = sum;
+	return (NULL);
+}
+
+/*
+ * Touch [addr, addr + len) with all threads; seconds from the barrier
+ * that releases them to the last join.  Threads are made before the clock
+ * starts: creating one takes the mmap lock, which the faults want too.
+ */
+static double
+demo_touch(const struct demo *d, void *addr, size_t len)
+{
+	struct demo_thread	*t;
+	pthread_barrier_t	 barrier;
+	size_t			 pages = len / d->page, first, last;
+	uint64_t		 t0, t1;
+	char			 name[16];
+	int			 i, error;
+
+	if ((t = calloc((size_t)d->threads, sizeof *t)) == NULL) {
+		fprintf(stderr, "hpz-demo: out of memory\n");
+		exit(DEMO_EXIT_FAIL);
+	}
+	error = pthread_barrier_init(&barrier, NULL,
+	    (unsigned int)d->threads + 1);
+	if (error != 0) {
+		fprintf(stderr, "hpz-demo: pthread_barrier_init: %s\n",
+		    strerror(error));
+		exit(DEMO_EXIT_FAIL);
+	}
+	for (i = 0; i < d->threads; i++) {
+		first = pages * (size_t)i / (size_t)d->threads;
+		last = pages * (size_t)(i + 1) / (size_t)d->threads;
+		t[i].barrier = &barrier;
+		t[i].base = (const unsigned char *)addr + first * d->page;
+		t[i].len = (last - first) * d->page;
+		error = pthread_create(&t[i].tid, NULL, demo_thread_main,
+		    &t[i]);
+		if (error != 0) {
+			/* The others wait on the barrier forever: leave. */
+			fprintf(stderr, "hpz-demo: pthread_create: %s\n",
+			    strerror(error));
+			exit(DEMO_EXIT_FAIL);
+		}
+		/* i < DEMO_MAX_THREADS: the modulo only quiets -Wformat. */
+		snprintf(name, sizeof name, "hpz-demo-%d", i % 10000);
+		pthread_setname_np(t[i].tid, name);
+	}
+
+	pthread_barrier_wait(&barrier);
+	t0 = demo_now();
+	for (i = 0; i < d->threads; i++)
+		pthread_join(t[i].tid, NULL);
+	t1 = demo_now();
+
+	for (i = 0; i < d->threads; i++)
+		demo_sink += t[i].sink;
+	pthread_barrier_destroy(&barrier);
+	free(t);
+	return ((double)(t1 - t0) / 1e9);
+}
+
+/*
+ * Every byte of the region must read zero: OR a 4 KiB block a word at a
+ * time, and only look at the bytes of a block that is not all zero.
+ */
+static int
+demo_verify(struct demo *d, const void *addr, const char *what, int run)
+{
+	const unsigned char	*base = addr;
+	const uint64_t		*w;
+	uint64_t		 acc;
+	size_t			 off, j, bad = 0, first = 0;
+	unsigned int		 firstval = 0;
+
+	for (off = 0; off < d->size; off += DEMO_SUBPAGE) {
+		w = (const uint64_t *)(base + off);
+		acc = 0;
+		for (j = 0; j < DEMO_SUBPAGE / sizeof *w; j++)
+			acc |= w[j];
+		if (acc == 0)
+			continue;
+		for (j = 0; j < DEMO_SUBPAGE; j++) {
+			if (base[off + j] == 0)
+				continue;
+			if (bad++ == 0) {
+				first = off + j;
+				firstval = base[off + j];
+			}
+		}
+	}
+	if (bad != 0) {
+		fprintf(stderr, "hpz-demo: %s, run %d: %zu of %zu bytes are not"
+		    " zero; the first at offset %zu (0x%zx) reads 0x%02x\n",
+		    what, run, bad, d->size, first, first, firstval);
+		fprintf(stderr, "hpz-demo: verified: %llu bytes read back"
+		    " zero before this, %zu mismatches\n", d->verified, bad);
+		return (-1);
+	}
+	d->verified += d->size;
+	return (0);
+}
+
+/* The kernel's reference mapping, served by its own first-touch faults. */
+static void *
+demo_kernel_map(const struct demo *d, size_t len)
+{
+	void	*p;
+	int	 fd, flags;
+
+	if (d->pageflag == HPZ_PAGE_SHMEM) {
+		fd = memfd_create("hpz-demo-kernel", MFD_CLOEXEC);
+		if (fd == -1)
+			return (NULL);
+		if (ftruncate(fd, (off_t)len) == -1) {
+			close(fd);
+			return (NULL);
+		}
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+		return (p == MAP_FAILED ? NULL : p);
+	}
+	flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB;
+	flags |= d->pageflag == HPZ_PAGE_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, -1, 0);
+	return (p == MAP_FAILED ? NULL : p);
+}
+
+/* One kernel first-touch run of len bytes; GB/s in *gbs. */
+static int
+demo_kernel_run(const struct demo *d, size_t len, double *gbs)
+{
+	void	*p;
+	double	 s;
+
+	if ((p = demo_kernel_map(d, len)) == NULL) {
+		if (errno == ENOMEM) {
+			printf("hpz-demo: skipped: the %s huge page pool ran"
+			    " out (used by someone else?)\n", d->pagename);
+			return (DEMO_EXIT_SKIP);
+		}
+		fprintf(stderr, "hpz-demo: mmap of the kernel reference: %s\n",
+		    strerror(errno));
+		return (DEMO_EXIT_FAIL);
+	}
+	s = demo_touch(d, p, len);
+	if (munmap(p, len) == -1) {
+		fprintf(stderr, "hpz-demo: munmap: %s\n", strerror(errno));
+		return (DEMO_EXIT_FAIL);
+	}
+	*gbs = (double)len / s / 1e9;
+	return (0);
+}
+
+/*
+ * A libhpz call failed: say why, in the daemon's words when it has some.
+ * ENOENT means "no socket" only from a call that connects first.
+ */
+static void
+demo_hpz_error(const struct demo *d, const char *call, int err)
+{
+	const char	*why = hpz_last_error();
+	int		 e = err < 0 ? -err : err;
+
+	if (e == ECONNREFUSED || (e == ENOENT &&
+	    (strcmp(call, "hpz_status") == 0 ||
+	    strcmp(call, "hpz_register") == 0))) {
+		fprintf(stderr, "hpz-demo: hpzerod is not running at %s (%s);"
+		    " start it with: hpzerod --socket %s\n", d->socket,
+		    strerror(e), d->socket);
+		return;
+	}
+	if (why != NULL && *why != '\0')
+		fprintf(stderr, "hpz-demo: %s: %s: %s\n", call,
+		    hpz_strerror(err), why);
+	else
+		fprintf(stderr, "hpz-demo: %s: %s\n", call, hpz_strerror(err));
+}
+
+/*
+ * One hpzerod run: a fresh region touched, verified, filled with a
+ * pattern, hpz_reset, touched and verified again.  Only touches are timed.
+ */
+static int
+demo_hpz_run(struct demo *d, int run, double *fresh, double *recycled,
+    double *reset_ms)
+{
+	struct hpz_region	 reg;
+	uint64_t		 t0, t1;
+	double			 s;
+	int			 error, rc = DEMO_EXIT_FAIL;
+	int			 created = 0, registered = 0;
+
+	memset(&reg, 0, sizeof reg);
+	if ((error = hpz_region_create(&reg, d->size, d->pageflag)) != 0) {
+		if (error == -ENOMEM || error == ENOMEM) {
+			printf("hpz-demo: skipped: no room for a %s region in"
+			    " the %s huge page pool\n", "hpzerod",
+			    d->pagename);
+			rc = DEMO_EXIT_SKIP;
+		} else
+			demo_hpz_error(d, "hpz_region_create", error);
+		goto out;
+	}
+	created = 1;
+	if ((error = hpz_register(&reg)) != 0) {
+		demo_hpz_error(d, "hpz_register", error);
+		goto out;
+	}
+	registered = 1;
+
+	s = demo_touch(d, reg.addr, d->size);
+	*fresh = (double)d->size / s / 1e9;
+	if (demo_verify(d, reg.addr, "hpzerod fresh", run) != 0)
+		goto out;
+
+	memset(reg.addr, DEMO_PATTERN, d->size);
+	t0 = demo_now();
+	error = hpz_reset(&reg);
+	t1 = demo_now();
+	if (error != 0) {
+		demo_hpz_error(d, "hpz_reset", error);
+		goto out;
+	}
+	*reset_ms = (double)(t1 - t0) / 1e6;
+
+	s = demo_touch(d, reg.addr, d->size);
+	*recycled = (double)d->size / s / 1e9;
+	if (demo_verify(d, reg.addr, "hpzerod recycled", run) != 0)
+		goto out;
+	rc = 0;
+out:
+	if (registered && (error = hpz_unregister(&reg)) != 0) {
+		demo_hpz_error(d, "hpz_unregister", error);
+		rc = DEMO_EXIT_FAIL;
+	}
+	if (created)
+		hpz_region_destroy(&reg);
+	return (rc);
+}
+
+/* qsort order for doubles. */
+static int
+demo_cmp(const void *a, const void *b)
+{
+	double	 x = *(const double *)a, y = *(const double *)b;
+
+	return ((x > y) - (x < y));
+}
+
+/* Median of n figures, and their min and max; v is left as it is. */
+static double
+demo_median(const double *v, int n, double *min, double *max)
+{
+	double	*s;
+	double	 m;
+
+	if ((s = malloc((size_t)n * sizeof *s)) == NULL) {
+		fprintf(stderr, "hpz-demo: out of memory\n");
+		exit(DEMO_EXIT_FAIL);
+	}
+	memcpy(s, v, (size_t)n * sizeof *s);
+	qsort(s, (size_t)n, sizeof *s, demo_cmp);
+	*min = s[0];
+	*max = s[n - 1];
+	m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
+	free(s);
+	return (m);
+}
+
+/* The table: each row's median beside the kernel's, and as a ratio. */
+static void
+demo_summary(const struct demo *d, double *gbs[DEMO_NROWS])
+{
+	double	 med[DEMO_NROWS], min, max;
+	char	 range[32];
+	int	 r;
+
+	printf("\n%-36s %11s %15s %10s\n", "first touch, median of runs",
+	    "GB/s", "min - max", "vs kernel");
+	for (r = 0; r < DEMO_NROWS; r++) {
+		med[r] = demo_median(gbs[r], d->runs, &min, &max);
+		snprintf(range, sizeof range, "%.2f - %.2f", min, max);
+		printf("%-36s %11.2f %15s %9.2fx\n", demo_rows[r], med[r],
+		    range, med[DEMO_KERNEL] > 0 ? med[r] / med[DEMO_KERNEL] :
+		    0.0);
+	}
+	printf("\nverified: %llu bytes read back zero, 0 mismatches\n",
+	    d->verified);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct demo		 d;
+	struct hpz_status	 before, after;
+	double			*gbs[DEMO_NROWS], reset_ms = 0, warm;
+	char			 sz[32], h[32];
+	int			 ch, r, i, rc, size_set = 0;
+	int			 error;
+
+	memset(&d, 0, sizeof d);
+	d.size = DEMO_DEFAULT_SIZE;
+	d.page = 2UL << 20;
+	d.pageflag = HPZ_PAGE_2M;
+	d.pagename = "2 MiB";
+	d.threads = 2;
+	d.runs = 3;
+
+	opterr = 0;	/* our own words, not getopt's */
+	while ((ch = getopt(argc, argv, ":hs:S:t:p:r:")) != -1) {
+		switch (ch) {
+		case 'h':
+			demo_usage(stdout);
+			return (0);
+		case 's':
+			if (*optarg == '\0')
+				demo_usage_error("-s: empty socket path");
+			/* libhpz reads the socket from here. */
+			if (setenv("HPZ_SOCKET", optarg, 1) != 0) {
+				fprintf(stderr, "hpz-demo: setenv: %s\n",
+				    strerror(errno));
+				return (DEMO_EXIT_FAIL);
+			}
+			break;
+		case 'S':
+			if (demo_parse_size(optarg, &d.size) != 0)
+				demo_usage_error("-S: bad size '%s'", optarg);
+			size_set = 1;
+			break;
+		case 't':
+			if (demo_parse_int(optarg, 1, DEMO_MAX_THREADS,
+			    &d.threads) != 0)
+				demo_usage_error("-t: want 1 to %d threads,"
+				    " not '%s'", DEMO_MAX_THREADS, optarg);
+			break;
+		case 'p':
+			if (strcasecmp(optarg, "2m") == 0) {
+				d.page = 2UL << 20;
+				d.pageflag = HPZ_PAGE_2M;
+				d.pagename = "2 MiB";
+			} else if (strcasecmp(optarg, "1g") == 0) {
+				d.page = 1UL << 30;
+				d.pageflag = HPZ_PAGE_1G;
+				d.pagename = "1 GiB";
+			} else if (strcmp(optarg, "shmem") == 0) {
+				d.page = DEMO_SUBPAGE;
+				d.pageflag = HPZ_PAGE_SHMEM;
+				d.pagename = "4 KiB shmem";
+			} else
+				demo_usage_error("-p: want 2m, 1g or shmem,"
+				    " not '%s'", optarg);
+			break;
+		case 'r':
+			if (demo_parse_int(optarg, 1, DEMO_MAX_RUNS,
+			    &d.runs) != 0)
+				demo_usage_error("-r: want 1 to %d runs,"
+				    " not '%s'", DEMO_MAX_RUNS, optarg);
+			break;
+		case ':':
+			demo_usage_error("-%c needs an argument", optopt);
+		default:
+			demo_usage_error("unknown option -%c", optopt);
+		}
+	}
+	if (optind != argc)
+		demo_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!size_set && d.size < d.page)
+		d.size = d.page;
+	if (d.size % d.page != 0)
+		demo_usage_error("-S: %s is not a multiple of the %s page",
+		    demo_human(d.size, sz, sizeof sz), d.pagename);
+	d.socket = getenv("HPZ_SOCKET");
+	if (d.socket == NULL || *d.socket == '\0')
+		d.socket = HPZ_SOCKET_DEFAULT;
+
+	printf("hpz-demo %s: %s of %s pages, %d thread%s, %d run%s,"
+	    " hpzerod at %s\n", HPZ_VERSION,
+	    demo_human(d.size, sz, sizeof sz), d.pagename, d.threads,
+	    d.threads == 1 ? "" : "s", d.runs, d.runs == 1 ? "" : "s",
+	    d.socket);
+
+	/* Is the daemon there at all, before we spend time warming up? */
+	memset(&before, 0, sizeof before);
+	if ((error = hpz_status(&before)) != 0) {
+		demo_hpz_error(&d, "hpz_status", error);
+		return (DEMO_EXIT_FAIL);
+	}
+	if ((rc = demo_pool(&d)) != 0)
+		return (rc);
+
+	for (r = 0; r < DEMO_NROWS; r++) {
+		if ((gbs[r] = calloc((size_t)d.runs, sizeof *gbs[r])) == NULL) {
+			fprintf(stderr, "hpz-demo: out of memory\n");
+			return (DEMO_EXIT_FAIL);
+		}
+	}
+
+	/*
+	 * This VM backs RAM lazily and the very first touch of a page is
+	 * very slow: touch all the pages the runs will use once, untimed.
+	 */
+	printf("warming memory: %s with the kernel (not reported)\n",
+	    demo_human(2 * d.size, h, sizeof h));
+	fflush(stdout);
+	if ((rc = demo_kernel_run(&d, 2 * d.size, &warm)) != 0)
+		goto out;
+
+	for (i = 0; i < d.runs; i++) {
+		if ((rc = demo_kernel_run(&d, d.size,
+		    &gbs[DEMO_KERNEL][i])) != 0)
+			goto out;
+		if ((rc = demo_hpz_run(&d, i + 1, &gbs[DEMO_FRESH][i],
+		    &gbs[DEMO_RECYCLED][i], &reset_ms)) != 0)
+			goto out;
+		printf("run %d/%d: kernel %.2f GB/s, hpzerod fresh %.2f GB/s"
+		    " (%.2fx), recycled %.2f GB/s (%.2fx)\n", i + 1, d.runs,
+		    gbs[DEMO_KERNEL][i], gbs[DEMO_FRESH][i],
+		    gbs[DEMO_FRESH][i] / gbs[DEMO_KERNEL][i],
+		    gbs[DEMO_RECYCLED][i],
+		    gbs[DEMO_RECYCLED][i] / gbs[DEMO_KERNEL][i]);
+		if (i == 0)
+			printf("  hpz_reset of %s took %.3f ms (not timed"
+			    " above)\n", sz, reset_ms);
+		fflush(stdout);
+	}
+	demo_summary(&d, gbs);
+
+	memset(&after, 0, sizeof after);
+	if (hpz_status(&after) == 0) {
+		printf("hpzerod during the demo: faults %llu (missing %llu,"
+		    " minor %llu), pages cleared %llu, resets %llu\n",
+		    after.faults - before.faults,
+		    after.faults_missing - before.faults_missing,
+		    after.faults_minor - before.faults_minor,
+		    after.pages_cleared - before.pages_cleared,
+		    after.resets - before.resets);
+	}
+	rc = 0;
+out:
+	for (r = 0; r < DEMO_NROWS; r++)
+		free(gbs[r]);
+	return (rc);
+}

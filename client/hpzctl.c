@@ -1,0 +1,405 @@
+/*
+ * hpzctl.c - ask a running hpzerod how it is doing.
+ *
+ *	hpzctl [-s socket] status
+ *	hpzctl [-s socket] stats [-j | --json]
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json.h>
+
+#include "hpz.h"
+
+/* Exit status of a command line hpzctl does not understand. */
+#define HPZCTL_EXIT_USAGE	2
+
+/* One counter of struct hpz_status: its name is its JSON key. */
+struct hpzctl_field {
+	const char	*name;
+	size_t		 offset;
+};
+
+#define HPZCTL_FIELD(f) { #f, offsetof(struct hpz_status, f) }
+
+/* Every counter, in the order of struct hpz_status. */
+static const struct hpzctl_field hpzctl_fields[] = {
+	HPZCTL_FIELD(uptime_ms),
+	HPZCTL_FIELD(clients),
+	HPZCTL_FIELD(regions),
+	HPZCTL_FIELD(bytes_registered),
+	HPZCTL_FIELD(workers),
+	HPZCTL_FIELD(faults),
+	HPZCTL_FIELD(faults_missing),
+	HPZCTL_FIELD(faults_minor),
+	HPZCTL_FIELD(faults_shared),
+	HPZCTL_FIELD(pages_cleared),
+	HPZCTL_FIELD(bytes_cleared),
+	HPZCTL_FIELD(pages_populated),
+	HPZCTL_FIELD(pages_punched),
+	HPZCTL_FIELD(resets),
+	HPZCTL_FIELD(registers),
+	HPZCTL_FIELD(unregisters),
+	HPZCTL_FIELD(requests_rejected),
+	HPZCTL_FIELD(clients_dropped),
+	HPZCTL_FIELD(fault_ns_total),
+	HPZCTL_FIELD(fault_ns_max),
+};
+#define HPZCTL_NFIELDS	(sizeof hpzctl_fields / sizeof hpzctl_fields[0])
+
+static void	hpzctl_usage(FILE *);
+static void	hpzctl_bad_option(const char *, int, char **)
+		    __attribute__((noreturn));
+static void	hpzctl_usage_error(const char *, ...)
+		    __attribute__((format(printf, 1, 2), noreturn));
+static const char *hpzctl_socket(void);
+static unsigned long long hpzctl_value(const struct hpz_status *,
+		    const struct hpzctl_field *);
+static unsigned long long hpzctl_fault_mean(const struct hpz_status *);
+static const char *hpzctl_bytes(unsigned long long, char *, size_t);
+static const char *hpzctl_uptime(unsigned long long, char *, size_t);
+static int	hpzctl_query(struct hpz_status *);
+static int	hpzctl_status(int, char **);
+static int	hpzctl_stats(int, char **);
+static int	hpzctl_stats_table(const struct hpz_status *);
+static int	hpzctl_json_add(struct json_object *, const char *,
+		    unsigned long long);
+static int	hpzctl_stats_json(const struct hpz_status *);
+
+/* Tell the user how to call us, on stdout for -h, on stderr for mistakes. */
+static void
+hpzctl_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: hpzctl [-h] [--version] [-s socket] command\n"
+	    "commands:\n"
+	    "  status               is hpzerod running, and what it has done\n"
+	    "  stats [-j | --json]  every counter, as a table or JSON\n"
+	    "options:\n"
+	    "  -s, --socket socket  hpzerod's socket (default $HPZ_SOCKET,\n"
+	    "                       then %s)\n"
+	    "  -h, --help           this help\n"
+	    "      --version        print the version\n", HPZ_SOCKET_DEFAULT);
+}
+
+/* A bad command line: say what is wrong, show the usage, exit 2. */
+static void
+hpzctl_usage_error(const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs("hpzctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	hpzctl_usage(stderr);
+	exit(HPZCTL_EXIT_USAGE);
+}
+
+/* getopt found a mistake (opterr is off): name it in our own words. */
+static void
+hpzctl_bad_option(const char *where, int ch, char **argv)
+{
+	const char	*arg = argv[optind - 1];
+
+	if (ch == ':' && optopt != 0)
+		hpzctl_usage_error("%s-%c needs an argument", where, optopt);
+	if (ch == ':')
+		hpzctl_usage_error("%s%s needs an argument", where, arg);
+	if (optopt != 0)
+		hpzctl_usage_error("%sunknown option -%c", where, optopt);
+	hpzctl_usage_error("%sunknown option %s", where, arg);
+}
+
+/* The socket libhpz will use, for messages and the JSON "socket" key. */
+static const char *
+hpzctl_socket(void)
+{
+	const char	*path;
+
+	path = getenv("HPZ_SOCKET");
+	if (path == NULL || *path == '\0')
+		path = HPZ_SOCKET_DEFAULT;
+	return (path);
+}
+
+/* Read one counter through the field table. */
+static unsigned long long
+hpzctl_value(const struct hpz_status *st, const struct hpzctl_field *f)
+{
+	unsigned long long	 v;
+
+	memcpy(&v, (const char *)st + f->offset, sizeof v);
+	return (v);
+}
+
+/* Mean time from fault read to mapped; the daemon keeps only the sum. */
+static unsigned long long
+hpzctl_fault_mean(const struct hpz_status *st)
+{
+	if (st->faults == 0)
+		return (0);
+	return (st->fault_ns_total / st->faults);
+}
+
+/* A byte count a person can read at a glance: 1.50 GiB. */
+static const char *
+hpzctl_bytes(unsigned long long n, char *buf, size_t len)
+{
+	static const char *const units[] = {
+		"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"
+	};
+	double		 v = (double)n;
+	size_t		 u = 0;
+
+	while (v >= 1024.0 && u < sizeof units / sizeof units[0] - 1) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", n);
+	else
+		snprintf(buf, len, "%.2f %s", v, units[u]);
+	return (buf);
+}
+
+/* Uptime the way people say it: 3d04h05m06s, 1h02m03s, 2m03s, 7s. */
+static const char *
+hpzctl_uptime(unsigned long long ms, char *buf, size_t len)
+{
+	unsigned long long	 s = ms / 1000;
+	unsigned long long	 d, h, m;
+
+	d = s / 86400;
+	h = s / 3600 % 24;
+	m = s / 60 % 60;
+	s %= 60;
+	if (d > 0)
+		snprintf(buf, len, "%llud%02lluh%02llum%02llus", d, h, m, s);
+	else if (h > 0)
+		snprintf(buf, len, "%lluh%02llum%02llus", h, m, s);
+	else if (m > 0)
+		snprintf(buf, len, "%llum%02llus", m, s);
+	else
+		snprintf(buf, len, "%llus", s);
+	return (buf);
+}
+
+/* Ask the daemon; on failure say where we looked and why it failed. */
+static int
+hpzctl_query(struct hpz_status *st)
+{
+	int	 error;
+
+	memset(st, 0, sizeof *st);
+	error = hpz_status(st);
+	if (error != 0) {
+		fprintf(stderr, "hpzctl: cannot reach hpzerod at %s: %s\n",
+		    hpzctl_socket(), hpz_strerror(error));
+		return (-1);
+	}
+	/* Never trust the daemon to have terminated its string. */
+	st->version[sizeof st->version - 1] = '\0';
+	return (0);
+}
+
+/* The short answer to "is it up, and what has it done". */
+static int
+hpzctl_status(int argc, char **argv)
+{
+	struct hpz_status	 st;
+	char			 b1[32], b2[32];
+
+	if (argc > 1)
+		hpzctl_usage_error("status: unexpected argument '%s'",
+		    argv[1]);
+	if (hpzctl_query(&st) != 0)
+		return (1);
+
+	printf("hpzerod %s running at %s\n", st.version, hpzctl_socket());
+	printf("  %-18s %s\n", "uptime:",
+	    hpzctl_uptime(st.uptime_ms, b1, sizeof b1));
+	printf("  %-18s %llu\n", "clients:", st.clients);
+	printf("  %-18s %llu\n", "regions:", st.regions);
+	printf("  %-18s %s (%llu bytes)\n", "bytes registered:",
+	    hpzctl_bytes(st.bytes_registered, b1, sizeof b1),
+	    st.bytes_registered);
+	printf("  %-18s %llu (missing %llu, minor %llu)\n", "faults served:",
+	    st.faults, st.faults_missing, st.faults_minor);
+	printf("  %-18s %llu\n", "pages cleared:", st.pages_cleared);
+	printf("  %-18s %s (%llu bytes)\n", "bytes cleared:",
+	    hpzctl_bytes(st.bytes_cleared, b2, sizeof b2), st.bytes_cleared);
+	printf("  %-18s %llu\n", "pages populated:", st.pages_populated);
+	printf("  %-18s %llu\n", "resets:", st.resets);
+	return (fflush(stdout) == 0 ? 0 : 1);
+}
+
+/* Every counter as name and value, names padded to one column. */
+static int
+hpzctl_stats_table(const struct hpz_status *st)
+{
+	size_t		 i, w = strlen("fault_ns_mean");
+
+	for (i = 0; i < HPZCTL_NFIELDS; i++) {
+		if (strlen(hpzctl_fields[i].name) > w)
+			w = strlen(hpzctl_fields[i].name);
+	}
+	printf("%-*s  %s\n", (int)w, "socket", hpzctl_socket());
+	printf("%-*s  %s\n", (int)w, "version", st->version);
+	for (i = 0; i < HPZCTL_NFIELDS; i++) {
+		printf("%-*s  %20llu\n", (int)w, hpzctl_fields[i].name,
+		    hpzctl_value(st, &hpzctl_fields[i]));
+	}
+	printf("%-*s  %20llu\n", (int)w, "fault_ns_mean",
+	    hpzctl_fault_mean(st));
+	return (fflush(stdout) == 0 ? 0 : 1);
+}
+
+/* Add an unsigned counter; json-c before 0.14 has only signed 64 bits. */
+static int
+hpzctl_json_add(struct json_object *obj, const char *key,
+    unsigned long long v)
+{
+	struct json_object	*n;
+
+#if JSON_C_VERSION_NUM >= ((0 << 16) | (14 << 8))
+	n = json_object_new_uint64(v);
+#else
+	n = json_object_new_int64((int64_t)v);
+#endif
+	if (n == NULL)
+		return (-1);
+	if (json_object_object_add(obj, key, n) != 0) {
+		json_object_put(n);
+		return (-1);
+	}
+	return (0);
+}
+
+/* One JSON object for scripts; json-c does the escaping. */
+static int
+hpzctl_stats_json(const struct hpz_status *st)
+{
+	struct json_object	*obj, *s;
+	const char		*text;
+	size_t			 i;
+	int			 rc = 1;
+
+	if ((obj = json_object_new_object()) == NULL)
+		goto nomem;
+	if ((s = json_object_new_string(st->version)) == NULL ||
+	    json_object_object_add(obj, "version", s) != 0)
+		goto nomem;
+	for (i = 0; i < HPZCTL_NFIELDS; i++) {
+		if (hpzctl_json_add(obj, hpzctl_fields[i].name,
+		    hpzctl_value(st, &hpzctl_fields[i])) != 0)
+			goto nomem;
+	}
+	if (hpzctl_json_add(obj, "fault_ns_mean", hpzctl_fault_mean(st)) != 0)
+		goto nomem;
+	if ((s = json_object_new_string(hpzctl_socket())) == NULL ||
+	    json_object_object_add(obj, "socket", s) != 0)
+		goto nomem;
+	text = json_object_to_json_string_ext(obj,
+	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (text == NULL)
+		goto nomem;
+	printf("%s\n", text);
+	rc = fflush(stdout) == 0 ? 0 : 1;
+	goto out;
+nomem:
+	fprintf(stderr, "hpzctl: cannot build JSON: out of memory\n");
+out:
+	if (obj != NULL)
+		json_object_put(obj);
+	return (rc);
+}
+
+/* All counters, for people (a table) or for scripts (--json). */
+static int
+hpzctl_stats(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json",	no_argument,	NULL,	'j' },
+		{ NULL,		0,		NULL,	0 }
+	};
+	struct hpz_status	 st;
+	int			 ch, json = 0;
+
+	optind = 0;	/* glibc: start over on the command's own argv */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:j", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			json = 1;
+			break;
+		default:
+			hpzctl_bad_option("stats: ", ch, argv);
+		}
+	}
+	if (optind < argc)
+		hpzctl_usage_error("stats: unexpected argument '%s'",
+		    argv[optind]);
+	if (hpzctl_query(&st) != 0)
+		return (1);
+	return (json ? hpzctl_stats_json(&st) : hpzctl_stats_table(&st));
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help",	no_argument,		NULL,	'h' },
+		{ "socket",	required_argument,	NULL,	's' },
+		{ "version",	no_argument,		NULL,	'V' },
+		{ NULL,		0,			NULL,	0 }
+	};
+	const char	*cmd;
+	int		 ch;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:hs:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			hpzctl_usage(stdout);
+			return (0);
+		case 's':
+			if (*optarg == '\0')
+				hpzctl_usage_error("-s: empty socket path");
+			/* libhpz reads the socket from here. */
+			if (setenv("HPZ_SOCKET", optarg, 1) != 0) {
+				fprintf(stderr, "hpzctl: setenv: %s\n",
+				    strerror(errno));
+				return (1);
+			}
+			break;
+		case 'V':
+			printf("hpzctl %s\n", HPZ_VERSION);
+			return (0);
+		default:
+			hpzctl_bad_option("", ch, argv);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc == 0)
+		hpzctl_usage_error("no command given");
+
+	cmd = argv[0];
+	if (strcmp(cmd, "status") == 0)
+		return (hpzctl_status(argc, argv));
+	if (strcmp(cmd, "stats") == 0)
+		return (hpzctl_stats(argc, argv));
+	hpzctl_usage_error("unknown command '%s'", cmd);
+}

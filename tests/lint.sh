@@ -1,0 +1,182 @@
+#!/bin/bash
+#
+# lint.sh - static checks of what ships beside the code: the man pages
+# (mandoc -Tlint) and the generated systemd units (systemd-analyze verify).
+#
+# Run by `make check` with HPZ_SRCDIR (the source tree) and HPZ_BUILDDIR
+# (the build tree, holding systemd/hpzerod.service and .socket).  Every
+# check prints one line.  Exit status: 0 all passed; 1 something failed;
+# 77 (automake's SKIP) nothing failed but a part was skipped because its
+# tool is missing.
+
+set -u
+
+srcdir=${HPZ_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+builddir=${HPZ_BUILDDIR:-$srcdir}
+units="hpzerod.service hpzerod.socket"
+
+passed=0
+failed=0
+skipped=0
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpz-lint.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+pass() {
+	printf 'ok   %s\n' "$1"
+	passed=$((passed + 1))
+}
+
+# fail WHAT [OUTPUT]: the output, if any, follows indented.
+fail() {
+	printf 'FAIL %s\n' "$1"
+	if [ -n "${2:-}" ]; then
+		printf '%s\n' "$2" | sed 's/^/     | /'
+	fi
+	failed=$((failed + 1))
+}
+
+skip() {
+	printf 'SKIP %s\n' "$1"
+	skipped=$((skipped + 1))
+}
+
+# --- man pages: mandoc must have nothing to say ---------------------------
+lint_man() {
+	local page out found=0
+
+	if ! command -v mandoc >/dev/null 2>&1; then
+		skip "man pages: mandoc is not installed"
+		return
+	fi
+	for page in "$srcdir"/man/*.[0-9]; do
+		[ -e "$page" ] || continue
+		found=1
+		out=$(mandoc -Tlint -W warning "$page" 2>&1)
+		if [ $? -eq 0 ] && [ -z "$out" ]; then
+			pass "mandoc -Tlint: man/${page##*/}"
+		else
+			fail "mandoc -Tlint: man/${page##*/}" "$out"
+		fi
+	done
+	if [ "$found" -eq 0 ]; then
+		fail "man pages: none found in $srcdir/man"
+	fi
+}
+
+# --- systemd units ---------------------------------------------------------
+
+# Put the units in $tmp/units: the generated ones from the build tree, or,
+# when there are none (lint.sh run by hand), made from the .in files here.
+stage_units() {
+	local u
+
+	mkdir -p "$tmp/units" || return 1
+	for u in $units; do
+		if [ -f "$builddir/systemd/$u" ]; then
+			cp "$builddir/systemd/$u" "$tmp/units/$u" || return 1
+		elif [ -f "$srcdir/systemd/$u.in" ]; then
+			echo "note $u: not generated in $builddir, made from $u.in"
+			sed -e 's|@sbindir[@]|/usr/local/sbin|g' \
+			    -e 's|@bindir[@]|/usr/local/bin|g' \
+			    "$srcdir/systemd/$u.in" >"$tmp/units/$u" || return 1
+		else
+			fail "systemd: $u: neither $builddir/systemd/$u nor" \
+			    "$srcdir/systemd/$u.in exists"
+			return 1
+		fi
+	done
+	return 0
+}
+
+# Every substitution must have been made.
+lint_substituted() {
+	local u out
+
+	for u in $units; do
+		out=$(grep -n '@[A-Za-z_]*@' "$tmp/units/$u")
+		if [ -z "$out" ]; then
+			pass "substituted: $u"
+		else
+			fail "substituted: $u" "$out"
+		fi
+	done
+}
+
+# Every Documentation=man:PAGE(SECTION) must name a page of this tree.
+lint_doc_links() {
+	local u ref name sect missing
+
+	for u in $units; do
+		missing=
+		for ref in $(sed -n 's/^Documentation=//p' "$tmp/units/$u"); do
+			case $ref in
+			man:*\(*\))
+				name=${ref#man:}
+				sect=${name##*\(}
+				sect=${sect%\)}
+				name=${name%\(*}
+				[ -f "$srcdir/man/$name.$sect" ] ||
+				    missing="$missing $ref"
+				;;
+			esac
+		done
+		if [ -z "$missing" ]; then
+			pass "documentation links: $u"
+		else
+			fail "documentation links: $u" "no page for:$missing"
+		fi
+	done
+}
+
+# systemd-analyze verify checks that ExecStart= is executable, but the
+# daemon is not installed yet: point ExecStart= at a stand-in of the same
+# name under $tmp/root.  man: links are checked above (--man=no here, so
+# that the result does not depend on man-db).  Both units are verified
+# together, so that the dependency of one on the other resolves.
+lint_verify() {
+	local u path out rc
+
+	if ! command -v systemd-analyze >/dev/null 2>&1; then
+		skip "systemd units: systemd-analyze is not installed"
+		return
+	fi
+	mkdir -p "$tmp/verify" || return
+	for u in $units; do
+		for path in $(sed -n \
+		    's/^Exec[A-Za-z]*=[-@:+!]*\(\/[^[:space:]]*\).*/\1/p' \
+		    "$tmp/units/$u"); do
+			mkdir -p "$tmp/root${path%/*}" &&
+			    printf '#!/bin/sh\nexit 0\n' >"$tmp/root$path" &&
+			    chmod 755 "$tmp/root$path" || return
+		done
+		sed -e "s|^\\(Exec[A-Za-z]*=[-@:+!]*\\)/|\\1$tmp/root/|" \
+		    "$tmp/units/$u" >"$tmp/verify/$u" || return
+	done
+	out=$(cd "$tmp/verify" && SYSTEMD_LOG_COLOR=0 \
+	    systemd-analyze verify --man=no $(printf './%s ' $units) \
+	    2>&1 >/dev/null)
+	rc=$?
+	if [ $rc -eq 0 ] && [ -z "$out" ]; then
+		pass "systemd-analyze verify: $units"
+	else
+		fail "systemd-analyze verify: $units (exit $rc)" \
+		    "${out//$tmp\/verify\//}"
+	fi
+}
+
+lint_man
+if stage_units; then
+	lint_substituted
+	lint_doc_links
+	lint_verify
+fi
+
+echo "lint: $passed passed, $failed failed"
+if [ "$failed" -ne 0 ]; then
+	exit 1
+fi
+if [ "$skipped" -ne 0 ]; then
+	exit 77
+fi
+exit 0

@@ -1,0 +1,120 @@
+#!/bin/bash
+# quickstart.sh - the README's two commands.
+#
+#   tests/quickstart.sh demo    install what is missing, build, run hpzerod
+#                               on a temporary socket and the demo client
+#   tests/quickstart.sh check   install what is missing, build, run the
+#                               whole test suite (make check)
+#
+# Builds out of tree in ./build.  Needs root (apt-get, the huge page pool,
+# userfaultfd); re-runs itself with sudo when it is not root.  Every change
+# to the huge page pool is put back on exit.
+set -euo pipefail
+
+what=${1:-}
+case "$what" in
+demo|check) ;;
+*) echo "usage: $0 demo|check [configure options...]" >&2; exit 2 ;;
+esac
+shift
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ "$(id -u)" != 0 ]; then
+	if command -v sudo >/dev/null; then
+		exec sudo -E "$0" "$what" "$@"
+	fi
+	echo "quickstart: run as root (apt-get, huge pages, userfaultfd)" >&2
+	exit 1
+fi
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# Debian packages: toolchain and the libraries hpzerod uses.
+pkgs="build-essential autoconf automake libtool pkg-config libevent-dev
+libnuma-dev libsystemd-dev libcriterion-dev libjson-c-dev mandoc systemd"
+missing=
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	step "installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq $missing >/dev/null
+fi
+
+step "building in $top/build"
+cd "$top"
+if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
+	autoreconf -fi >/dev/null
+fi
+mkdir -p build
+cd build
+if [ ! -f Makefile ] || [ -n "$*" ]; then
+	../configure -q "$@"
+fi
+make -s -j"$(nproc)" >/dev/null
+
+if [ "$what" = check ]; then
+	step "running the test suite (make check)"
+	rc=0
+	make -s -j"$(nproc)" check || rc=$?
+	step "results"
+	pass=0 fail=0 skip=0
+	for log in tests/unit/*.log tests/integration/*.log tests/*.log; do
+		[ -f "$log" ] || continue
+		case "$log" in *test-suite.log) continue ;; esac
+		echo "--- ${log%.log}"
+		if grep -q 'Synthesis:' "$log"; then
+			grep '\[SKIP\]\|\[FAIL\]' "$log" | sed 's/^/    /' || true
+			line=$(grep 'Synthesis:' "$log" | tail -1)
+			echo "$line"
+			t=$(sed -n 's/.*Tested: \([0-9]*\).*/\1/p' <<<"$line")
+			p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$line")
+			s=$(grep -c '\[SKIP\]' "$log" || true)
+			pass=$((pass + p)); fail=$((fail + t - p)); skip=$((skip + s))
+		else
+			tail -1 "$log"
+		fi
+	done
+	if [ "$rc" != 0 ]; then
+		echo "make check failed; see build/test-suite.log"
+		cat test-suite.log 2>/dev/null | tail -60
+	fi
+	echo
+	echo "criterion: $pass passed, $fail failed, $skip skipped"
+	exit "$rc"
+fi
+
+# demo: a daemon on a temporary socket and the demo client against it.
+step "reserving huge pages"
+NR=/proc/sys/vm/nr_hugepages
+old_nr=$(cat $NR)
+dir=$(mktemp -d /tmp/hpz-demo.XXXXXX)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	echo "$old_nr" > $NR
+	rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+size_mib=${HPZ_DEMO_MIB:-512}
+echo $((old_nr + 2 * size_mib / 2 + 16)) > $NR
+echo "2 MiB pages free: $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)" \
+	"(was $old_nr reserved; put back on exit)"
+
+step "starting hpzerod on $dir/hpzerod.sock"
+./daemon/hpzerod --socket "$dir/hpzerod.sock" 2>"$dir/hpzerod.log" &
+pid=$!
+for _ in $(seq 100); do [ -S "$dir/hpzerod.sock" ] && break; sleep 0.05; done
+[ -S "$dir/hpzerod.sock" ] || { cat "$dir/hpzerod.log"; exit 1; }
+
+step "hpz-demo: ${size_mib} MiB, 2 threads, hpzerod against the kernel"
+rc=0
+./client/hpz-demo -s "$dir/hpzerod.sock" -S "${size_mib}M" -t 2 || rc=$?
+step "hpzctl status"
+./client/hpzctl -s "$dir/hpzerod.sock" status || rc=$?
+step "hpzerod log"
+cat "$dir/hpzerod.log"
+exit "$rc"
