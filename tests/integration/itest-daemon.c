@@ -1,0 +1,225 @@
+/*
+ * itest-daemon.c - the daemon as systemd and a user see it: socket
+ * activation, sd_notify, graceful exit that leaves no client hanging or
+ * exposed, command-line errors, and the demo client.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+
+#include "itest.h"
+
+struct sd {
+	char	dir[64];
+	char	sock[128];
+	char	notify[128];
+	int	nfd;		/* our end of NOTIFY_SOCKET */
+	pid_t	pid;
+};
+
+static const char *
+daemon_path(void)
+{
+	static char	path[512];
+	const char	*dir = getenv("HPZ_BUILDDIR");
+
+	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
+	snprintf(path, sizeof(path), "%s/daemon/hpzerod", dir);
+	return (path);
+}
+
+static int
+sd_bind(int type, const char *path, int listening)
+{
+	struct sockaddr_un	sun;
+	int			fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0,
+	    "bind %s: %s", path, strerror(errno));
+	if (listening)
+		cr_assert_eq(listen(fd, 16), 0);
+	return (fd);
+}
+
+/* Start hpzerod the way systemd does: socket on fd 3, NOTIFY_SOCKET set. */
+static void
+sd_start(struct sd *s)
+{
+	char	pidbuf[32];
+	int	lfd;
+
+	strcpy(s->dir, "/tmp/hpz-sd.XXXXXX");
+	cr_assert_not_null(mkdtemp(s->dir));
+	snprintf(s->sock, sizeof(s->sock), "%s/hpzerod.sock", s->dir);
+	snprintf(s->notify, sizeof(s->notify), "%s/notify", s->dir);
+	lfd = sd_bind(SOCK_SEQPACKET, s->sock, 1);
+	s->nfd = sd_bind(SOCK_DGRAM, s->notify, 0);
+	s->pid = fork();
+	cr_assert_geq(s->pid, 0);
+	if (s->pid == 0) {
+		if (dup2(lfd, 3) != 3)
+			_exit(120);
+		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+		setenv("LISTEN_PID", pidbuf, 1);
+		setenv("LISTEN_FDS", "1", 1);
+		setenv("NOTIFY_SOCKET", s->notify, 1);
+		execl(daemon_path(), "hpzerod", "--workers", "2",
+		    "--socket", "/nonexistent/not-used.sock", (char *)NULL);
+		_exit(121);
+	}
+	close(lfd);
+	setenv("HPZ_SOCKET", s->sock, 1);
+}
+
+/* Wait for a notify datagram that contains what; its text in buf. */
+static int
+sd_wait(struct sd *s, const char *what, char *buf, size_t len)
+{
+	struct pollfd	pfd = { .fd = s->nfd, .events = POLLIN };
+	ssize_t		n;
+
+	while (poll(&pfd, 1, 5000) == 1) {
+		n = recv(s->nfd, buf, len - 1, 0);
+		if (n <= 0)
+			break;
+		buf[n] = '\0';
+		if (strstr(buf, what) != NULL)
+			return (1);
+	}
+	return (0);
+}
+
+static void
+sd_cleanup(struct sd *s)
+{
+	char	path[160];
+
+	close(s->nfd);
+	unlink(s->notify);
+	unlink(s->sock);
+	snprintf(path, sizeof(path), "%s", s->dir);
+	rmdir(path);
+}
+
+Test(daemon, socket_activation_and_notify)
+{
+	struct sd		s;
+	struct hpz_status	st;
+	char			buf[512];
+	int			status;
+
+	sd_start(&s);
+	cr_assert(sd_wait(&s, "READY=1", buf, sizeof(buf)),
+	    "no READY=1 from hpzerod");
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	cr_assert_eq(st.workers, 2);
+	cr_assert(sd_wait(&s, "STATUS=", buf, sizeof(buf)) ||
+	    strstr(buf, "STATUS=") != NULL, "no STATUS= line");
+	kill(s.pid, SIGTERM);
+	cr_assert(sd_wait(&s, "STOPPING=1", buf, sizeof(buf)));
+	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "hpzerod exit status 0x%x", status);
+	sd_cleanup(&s);
+}
+
+Test(daemon, graceful_exit_leaves_client_served_and_clean)
+{
+	struct sd		 s;
+	struct hpz_region	 r;
+	unsigned char		*p;
+	char			 buf[512];
+	size_t			 first;
+	int			 status, error;
+
+	itest_need_pages(2048, 8);
+	sd_start(&s);
+	cr_assert(sd_wait(&s, "READY=1", buf, sizeof(buf)));
+	cr_assert_eq(hpz_region_create(&r, 8 * MiB, HPZ_PAGE_2M), 0);
+	error = hpz_register(&r);
+	cr_assert_eq(error, 0, "%s", hpz_last_error());
+	p = r.addr;
+	memset(p, 0x4b, r.len);
+	cr_assert_eq(hpz_reset(&r), 0);
+	memset(p, 0x2d, 2 * MiB);	/* page 0 holds data again */
+
+	kill(s.pid, SIGTERM);
+	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/*
+	 * No daemon now.  The kernel serves the range: the data page as it
+	 * is, the garbage pages dropped (zero), and no thread hangs.
+	 */
+	cr_assert_eq(itest_count_not(p, 2 * MiB, 0x2d, &first), 0,
+	    "data lost at %zu", first);
+	cr_assert_eq(itest_count_nonzero(p + 2 * MiB, r.len - 2 * MiB,
+	    &first), 0, "stale byte exposed at %zu after the daemon left",
+	    first + 2 * MiB);
+	hpz_region_destroy(&r);
+	sd_cleanup(&s);
+}
+
+Test(daemon, refuses_second_daemon_on_live_socket)
+{
+	char	cmd[1024];
+	int	status;
+
+	snprintf(cmd, sizeof(cmd), "%s --socket %s 2>/dev/null",
+	    daemon_path(), getenv("HPZ_SOCKET"));
+	status = system(cmd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+	    "second hpzerod status 0x%x", status);
+	/* The first one is untouched. */
+	itest_status();
+}
+
+Test(daemon, bad_command_line)
+{
+	char	cmd[1024];
+	int	status;
+
+	snprintf(cmd, sizeof(cmd), "%s --workers 0 2>/dev/null",
+	    daemon_path());
+	status = system(cmd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+	snprintf(cmd, sizeof(cmd), "%s --no-such-option 2>/dev/null",
+	    daemon_path());
+	status = system(cmd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+	snprintf(cmd, sizeof(cmd), "%s --version | grep -q '^hpzerod '",
+	    daemon_path());
+	status = system(cmd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+Test(daemon, demo_client_verifies_zeroes)
+{
+	const char	*dir = getenv("HPZ_BUILDDIR");
+	char		 cmd[1024];
+	int		 status;
+
+	snprintf(cmd, sizeof(cmd), "%s/client/hpz-demo -s %s -S 32M -t 2 "
+	    "-r 1 >/dev/null", dir, getenv("HPZ_SOCKET"));
+	status = system(cmd);
+	cr_assert(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 77)
+		cr_skip_test("hpz-demo: not enough huge pages");
+	cr_assert_eq(WEXITSTATUS(status), 0, "hpz-demo exit %d",
+	    WEXITSTATUS(status));
+}
