@@ -42,7 +42,8 @@ region_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
 	if (alen == 0 || blen == 0)
 		return (0);
-	return (a < b + blen && b < a + alen);
+	/* Distances, not ends: a range may end exactly at 2^64. */
+	return (a <= b ? b - a < alen : a - b < blen);
 }
 
 /* Is the described range a whole number of pages lying inside the file? */

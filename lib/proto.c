@@ -165,7 +165,7 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 			    "addr, len and offset must be multiples of the "
 			    "page size %llu",
 			    (unsigned long long)reg->page_size));
-		if (reg->offset > INT64_MAX - reg->len)
+		if (reg->len > INT64_MAX || reg->offset > INT64_MAX - reg->len)
 			return (proto_fail(why, whylen, -EINVAL,
 			    "offset + len overflows"));
 		break;
@@ -256,6 +256,7 @@ proto_recv(int sock, struct hpz_msg *msg)
 	memset(&mh, 0, sizeof(mh));
 	msg->len = 0;
 	msg->nfds = 0;
+	msg->fds[0] = msg->fds[1] = -1;	/* never close a stale number */
 	iov.iov_base = msg->u.bytes;
 	iov.iov_len = sizeof(msg->u.bytes);
 	mh.msg_iov = &iov;

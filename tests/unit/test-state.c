@@ -1,0 +1,299 @@
+/*
+ * test-state.c - unit tests of the per-page state machine: what a fault
+ * does in every state, claim/release/reset, and claims from many threads.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <criterion/criterion.h>
+
+#include "hpzerod.h"
+
+static const uint8_t	data_states[] = { PAGE_KEEP, PAGE_ZEROED, PAGE_MAPPED };
+
+/* --- fault decisions ---------------------------------------------------- */
+
+Test(state, missing_fault_always_populates)
+{
+	unsigned int	s;
+
+	for (s = 0; s < 256; s++)
+		cr_assert_eq(state_fault_action((uint8_t)s, FAULT_MISSING),
+		    ACTION_POPULATE, "state 0x%02x", s);
+}
+
+Test(state, minor_fault_on_garbage_clears)
+{
+	cr_assert_eq(state_fault_action(PAGE_GARBAGE, FAULT_MINOR),
+	    ACTION_CLEAR);
+	/* The flag bits are masked off: the decision rests on the state. */
+	cr_assert_eq(state_fault_action(PAGE_GARBAGE | PAGE_BUSY,
+	    FAULT_MINOR), ACTION_CLEAR);
+	cr_assert_eq(state_fault_action(PAGE_GARBAGE | PAGE_BUSY | PAGE_RESET,
+	    FAULT_MINOR), ACTION_CLEAR);
+}
+
+Test(state, minor_fault_on_data_maps)
+{
+	size_t	i;
+	uint8_t	s;
+
+	for (i = 0; i < sizeof(data_states); i++) {
+		s = data_states[i];
+		cr_expect_eq(state_fault_action(s, FAULT_MINOR), ACTION_MAP,
+		    "%s", state_name(s));
+		cr_expect_eq(state_fault_action(s | PAGE_BUSY, FAULT_MINOR),
+		    ACTION_MAP, "%s|BUSY", state_name(s));
+		cr_expect_eq(state_fault_action(s | PAGE_BUSY | PAGE_RESET,
+		    FAULT_MINOR), ACTION_MAP, "%s|BUSY|RESET", state_name(s));
+	}
+}
+
+/* The one rule that protects client data, over every byte value. */
+Test(state, no_data_page_is_ever_cleared)
+{
+	unsigned int	s, n = 0;
+
+	for (s = 0; s < 256; s++) {
+		if ((s & PAGE_STATE_MASK) == PAGE_GARBAGE)
+			continue;
+		n++;
+		cr_assert_neq(state_fault_action((uint8_t)s, FAULT_MINOR),
+		    ACTION_CLEAR, "state 0x%02x would be cleared", s);
+		cr_assert_neq(state_fault_action((uint8_t)s, FAULT_MISSING),
+		    ACTION_CLEAR, "state 0x%02x would be cleared", s);
+	}
+	cr_assert_eq(n, 256 - 16);
+}
+
+Test(state, needs_punch_only_garbage)
+{
+	unsigned int	s;
+
+	for (s = 0; s < 256; s++)
+		cr_assert_eq(!!state_needs_punch((uint8_t)s),
+		    (s & PAGE_STATE_MASK) == PAGE_GARBAGE, "state 0x%02x", s);
+}
+
+Test(state, names)
+{
+	cr_expect_str_eq(state_name(PAGE_KEEP), "keep");
+	cr_expect_str_eq(state_name(PAGE_GARBAGE), "garbage");
+	cr_expect_str_eq(state_name(PAGE_ZEROED), "zeroed");
+	cr_expect_str_eq(state_name(PAGE_MAPPED), "mapped");
+	cr_expect_str_eq(state_name(PAGE_MAPPED | PAGE_BUSY), "mapped");
+	cr_expect_str_eq(state_name(PAGE_GARBAGE | PAGE_BUSY | PAGE_RESET),
+	    "garbage");
+	cr_expect_str_eq(state_name(4), "invalid");
+	cr_expect_str_eq(state_name(PAGE_STATE_MASK), "invalid");
+}
+
+/* --- claim, release, reset ---------------------------------------------- */
+
+Test(state, claim_free_page)
+{
+	static const uint8_t	states[] = { PAGE_KEEP, PAGE_GARBAGE,
+				    PAGE_ZEROED, PAGE_MAPPED };
+	_Atomic uint8_t		page;
+	uint8_t			was;
+	size_t			i;
+
+	for (i = 0; i < sizeof(states); i++) {
+		atomic_init(&page, states[i]);
+		was = 0xff;
+		cr_assert_eq(state_claim(&page, &was), 1, "%s",
+		    state_name(states[i]));
+		cr_assert_eq(was, states[i]);
+		cr_assert_eq(atomic_load(&page), states[i] | PAGE_BUSY);
+	}
+}
+
+Test(state, claim_busy_page_fails)
+{
+	_Atomic uint8_t	page;
+	uint8_t		was;
+
+	atomic_init(&page, PAGE_MAPPED);
+	cr_assert_eq(state_claim(&page, &was), 1);
+	cr_assert_eq(state_claim(&page, &was), 0, "claimed twice");
+	cr_assert_eq(atomic_load(&page), PAGE_MAPPED | PAGE_BUSY);
+
+	atomic_init(&page, PAGE_GARBAGE | PAGE_BUSY | PAGE_RESET);
+	cr_assert_eq(state_claim(&page, &was), 0);
+	cr_assert_eq(atomic_load(&page),
+	    PAGE_GARBAGE | PAGE_BUSY | PAGE_RESET);
+}
+
+Test(state, release_sets_state_and_frees)
+{
+	_Atomic uint8_t	page;
+	uint8_t		was;
+
+	atomic_init(&page, PAGE_GARBAGE);
+	cr_assert_eq(state_claim(&page, &was), 1);
+	cr_assert_eq(was, PAGE_GARBAGE);
+	cr_assert_eq(state_release(&page, PAGE_MAPPED), PAGE_MAPPED);
+	cr_assert_eq(atomic_load(&page), PAGE_MAPPED);
+
+	/* Free again: the next worker gets it and sees the new state. */
+	cr_assert_eq(state_claim(&page, &was), 1);
+	cr_assert_eq(was, PAGE_MAPPED);
+	cr_assert_eq(state_release(&page, PAGE_ZEROED), PAGE_ZEROED);
+	cr_assert_eq(atomic_load(&page), PAGE_ZEROED);
+
+	/* Flag bits a worker passes by mistake do not stick. */
+	cr_assert_eq(state_claim(&page, &was), 1);
+	cr_assert_eq(state_release(&page, PAGE_MAPPED | PAGE_BUSY | PAGE_RESET),
+	    PAGE_MAPPED);
+	cr_assert_eq(atomic_load(&page), PAGE_MAPPED);
+}
+
+Test(state, reset_idle_page)
+{
+	static const uint8_t	states[] = { PAGE_KEEP, PAGE_GARBAGE,
+				    PAGE_ZEROED, PAGE_MAPPED };
+	_Atomic uint8_t		page;
+	size_t			i;
+
+	for (i = 0; i < sizeof(states); i++) {
+		atomic_init(&page, states[i]);
+		state_reset(&page);
+		cr_assert_eq(atomic_load(&page), PAGE_GARBAGE, "from %s",
+		    state_name(states[i]));
+	}
+}
+
+Test(state, reset_during_work_wins)
+{
+	static const uint8_t	results[] = { PAGE_KEEP, PAGE_ZEROED,
+				    PAGE_MAPPED, PAGE_GARBAGE };
+	_Atomic uint8_t		page;
+	uint8_t			was;
+	size_t			i;
+
+	for (i = 0; i < sizeof(results); i++) {
+		atomic_init(&page, PAGE_ZEROED);
+		cr_assert_eq(state_claim(&page, &was), 1);
+		state_reset(&page);
+		/* Still owned by the worker: nobody else may take it. */
+		cr_assert_eq(atomic_load(&page),
+		    PAGE_GARBAGE | PAGE_BUSY | PAGE_RESET);
+		cr_assert_eq(state_claim(&page, &was), 0);
+		/* A second reset changes nothing. */
+		state_reset(&page);
+		cr_assert_eq(atomic_load(&page),
+		    PAGE_GARBAGE | PAGE_BUSY | PAGE_RESET);
+
+		cr_assert_eq(state_release(&page, results[i]), PAGE_GARBAGE,
+		    "worker's %s beat the reset", state_name(results[i]));
+		cr_assert_eq(atomic_load(&page), PAGE_GARBAGE);
+
+		/* The reset is consumed: the next round is ordinary. */
+		cr_assert_eq(state_claim(&page, &was), 1);
+		cr_assert_eq(was, PAGE_GARBAGE);
+		cr_assert_eq(state_release(&page, PAGE_MAPPED), PAGE_MAPPED);
+		cr_assert_eq(atomic_load(&page), PAGE_MAPPED);
+	}
+}
+
+/* --- many threads on one page ------------------------------------------- */
+
+#define HAMMER_ITERS	100000
+
+struct hammer {
+	_Atomic uint8_t	page;
+	atomic_int	owners;
+	atomic_int	stop;
+	atomic_int	bad_owners;
+	atomic_int	bad_busy;
+	unsigned long	counter;	/* only touched while claimed */
+};
+
+static void *
+hammer_worker(void *arg)
+{
+	struct hammer	*h = arg;
+	unsigned long	 c;
+	uint8_t		 was;
+	int		 i, j;
+
+	for (i = 0; i < HAMMER_ITERS; i++) {
+		while (!state_claim(&h->page, &was))
+			;
+		if (atomic_fetch_add(&h->owners, 1) != 0)
+			atomic_fetch_add(&h->bad_owners, 1);
+		if ((atomic_load(&h->page) & PAGE_BUSY) == 0)
+			atomic_fetch_add(&h->bad_busy, 1);
+		/* Read, pause, write: a second owner would lose updates. */
+		c = h->counter;
+		for (j = 0; j < 32; j++)
+			atomic_signal_fence(memory_order_seq_cst);
+		h->counter = c + 1;
+		atomic_fetch_sub(&h->owners, 1);
+		state_release(&h->page, (i & 1) ? PAGE_MAPPED : PAGE_ZEROED);
+	}
+	return (NULL);
+}
+
+static void *
+hammer_resetter(void *arg)
+{
+	struct hammer	*h = arg;
+
+	while (!atomic_load(&h->stop))
+		state_reset(&h->page);
+	return (NULL);
+}
+
+static void
+hammer_run(int nworkers, int with_reset)
+{
+	struct hammer	h;
+	pthread_t	t[4], r;
+	int		i;
+	uint8_t		s;
+
+	cr_assert_leq(nworkers, 4);
+	atomic_init(&h.page, PAGE_KEEP);
+	atomic_init(&h.owners, 0);
+	atomic_init(&h.stop, 0);
+	atomic_init(&h.bad_owners, 0);
+	atomic_init(&h.bad_busy, 0);
+	h.counter = 0;
+	if (with_reset)
+		cr_assert_eq(pthread_create(&r, NULL, hammer_resetter, &h), 0);
+	for (i = 0; i < nworkers; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, hammer_worker, &h),
+		    0);
+	for (i = 0; i < nworkers; i++)
+		pthread_join(t[i], NULL);
+	atomic_store(&h.stop, 1);
+	if (with_reset)
+		pthread_join(r, NULL);
+
+	cr_assert_eq(atomic_load(&h.bad_owners), 0,
+	    "%d times two workers held the page", atomic_load(&h.bad_owners));
+	cr_assert_eq(atomic_load(&h.bad_busy), 0,
+	    "%d times a held page was not busy", atomic_load(&h.bad_busy));
+	cr_assert_eq(h.counter, (unsigned long)nworkers * HAMMER_ITERS,
+	    "lost updates: %lu", h.counter);
+	s = atomic_load(&h.page);
+	cr_assert_eq(s & (PAGE_BUSY | PAGE_RESET), 0, "left 0x%02x", s);
+	if (with_reset)
+		cr_assert(s == PAGE_GARBAGE || s == PAGE_ZEROED ||
+		    s == PAGE_MAPPED, "left 0x%02x", s);
+	else	/* the last release of each worker is odd: mapped */
+		cr_assert_eq(s, PAGE_MAPPED);
+}
+
+Test(state, claims_are_exclusive)
+{
+	hammer_run(4, 0);
+}
+
+/* Resets while workers hold the page never hand it to a second worker. */
+Test(state, claims_are_exclusive_under_resets)
+{
+	hammer_run(3, 1);
+}
