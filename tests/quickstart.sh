@@ -44,27 +44,36 @@ if [ -n "$missing" ]; then
 	apt-get install -y -qq $missing >/dev/null
 fi
 
-step "building in $top/build"
 cd "$top"
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
+	step "generating the build system (autoreconf)"
 	autoreconf -fi >/dev/null
 fi
-mkdir -p build
-cd build
-if [ ! -f Makefile ] || [ -n "$*" ]; then
-	../configure -q "$@"
-fi
-make -s -j"$(nproc)" >/dev/null
 
-if [ "$what" = check ]; then
-	step "running the test suite (make check)"
-	rc=0
+# build DIR [configure options]: configure once, then make.
+build() {
+	local dir=$1
+	shift
+	step "building in $top/$dir${*:+ ($*)}"
+	mkdir -p "$top/$dir"
+	cd "$top/$dir"
+	if [ ! -f Makefile ] || [ "$(cat .quickstart-args 2>/dev/null)" != "$*" ]; then
+		../configure -q "$@"
+		echo "$*" > .quickstart-args
+	fi
+	make -s -j"$(nproc)" >/dev/null
+}
+
+pass=0 fail=0 skip=0
+# check DIR: make check there and add up criterion's summaries.
+check() {
+	local dir=$1 rc=0 log line t p s
+	cd "$top/$dir"
+	step "running the test suite in $dir (make check)"
 	make -s -j"$(nproc)" check || rc=$?
-	step "results"
-	pass=0 fail=0 skip=0
+	step "results in $dir"
 	for log in tests/unit/*.log tests/integration/*.log tests/*.log; do
 		[ -f "$log" ] || continue
-		case "$log" in *test-suite.log) continue ;; esac
 		echo "--- ${log%.log}"
 		if grep -q 'Synthesis:' "$log"; then
 			grep '\[SKIP\]\|\[FAIL\]' "$log" | sed 's/^/    /' || true
@@ -79,13 +88,25 @@ if [ "$what" = check ]; then
 		fi
 	done
 	if [ "$rc" != 0 ]; then
-		echo "make check failed; see build/test-suite.log"
-		cat test-suite.log 2>/dev/null | tail -60
+		echo "make check failed in $dir; the failing logs:"
+		tail -80 test-suite.log 2>/dev/null
+		fail=$((fail + 1))
 	fi
+	return 0
+}
+
+build build "$@"
+if [ "$what" = check ]; then
+	check build
+	# The same suite under AddressSanitizer and UBSan.
+	build build-asan --enable-asan
+	check build-asan
 	echo
 	echo "criterion: $pass passed, $fail failed, $skip skipped"
-	exit "$rc"
+	[ "$fail" = 0 ]
+	exit
 fi
+cd "$top/build"
 
 # demo: a daemon on a temporary socket and the demo client against it.
 step "reserving huge pages"

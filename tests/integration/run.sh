@@ -48,7 +48,19 @@ export HPZ_SOCKET=$sock HPZD_PID=$pid
 "$B/tests/integration/itest" --jobs 1 "$@"
 rc=$?
 if ! kill -0 "$pid" 2>/dev/null; then
-	echo "hpzerod died during the tests"; rc=1; pid=
+	echo "hpzerod died during the tests"; rc=1
+fi
+# A clean stop: exit 0, and under ASan no error or leak report.
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+drc=$?
+pid=
+if [ "$drc" != 0 ]; then
+	echo "hpzerod exited with status $drc on SIGTERM"; rc=1
+fi
+if grep -qE 'Sanitizer|runtime error' "$dir/hpzerod.log"; then
+	echo "sanitizer report from hpzerod:"; rc=1
+	grep -A30 -E 'Sanitizer|runtime error' "$dir/hpzerod.log" | head -80
 fi
 echo "--- hpzerod log (warnings and errors) ---"
 grep -E '^<[0-4]>' "$dir/hpzerod.log" | tail -40
