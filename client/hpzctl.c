@@ -53,7 +53,18 @@ static const struct hpzctl_field hpzctl_fields[] = {
 	HPZCTL_FIELD(clients_dropped),
 	HPZCTL_FIELD(fault_ns_total),
 	HPZCTL_FIELD(fault_ns_max),
+	HPZCTL_FIELD(hot_size),
+	HPZCTL_FIELD(extent_max),
+	HPZCTL_FIELD(bulk_bytes),
+	HPZCTL_FIELD(bulk_ns),
+	HPZCTL_FIELD(hot_bytes),
+	HPZCTL_FIELD(hot_ns),
+	HPZCTL_FIELD(faults_coalesced),
+	HPZCTL_FIELD(jobs_split),
+	HPZCTL_FIELD(faults_polled),
 };
+
+#define HPZCTL_MAX_REGIONS	4096
 #define HPZCTL_NFIELDS	(sizeof hpzctl_fields / sizeof hpzctl_fields[0])
 
 static void	hpzctl_usage(FILE *);
@@ -68,9 +79,13 @@ static unsigned long long hpzctl_fault_mean(const struct hpz_status *);
 static const char *hpzctl_bytes(unsigned long long, char *, size_t);
 static const char *hpzctl_uptime(unsigned long long, char *, size_t);
 static int	hpzctl_query(struct hpz_status *);
+static unsigned long long hpzctl_percentile(const struct hpz_status *, double);
+static double	hpzctl_gbs(unsigned long long, unsigned long long);
+static struct hpz_region_info *hpzctl_regions(size_t *);
 static int	hpzctl_status(int, char **);
 static int	hpzctl_stats(int, char **);
 static int	hpzctl_stats_table(const struct hpz_status *);
+static int	hpzctl_regions_table(void);
 static int	hpzctl_json_add(struct json_object *, const char *,
 		    unsigned long long);
 static int	hpzctl_stats_json(const struct hpz_status *);
@@ -241,7 +256,64 @@ hpzctl_status(int argc, char **argv)
 	    hpzctl_bytes(st.bytes_cleared, b2, sizeof b2), st.bytes_cleared);
 	printf("  %-18s %llu\n", "pages populated:", st.pages_populated);
 	printf("  %-18s %llu\n", "resets:", st.resets);
+	printf("  %-18s %s (bulk, %.1f GB/s measured at start), %s (last "
+	    "%llu KiB around the fault)\n", "clear kernels:", st.clear_kernel,
+	    st.clear_gbs, st.hot_kernel, st.hot_size >> 10);
+	if (st.faults > 0)
+		printf("  %-18s p50 < %.0f us, p99 < %.0f us, max %.0f us\n",
+		    "fault latency:", hpzctl_percentile(&st, 0.50) / 1e3,
+		    hpzctl_percentile(&st, 0.99) / 1e3, st.fault_ns_max / 1e3);
 	return (fflush(stdout) == 0 ? 0 : 1);
+}
+
+/* Upper bound (ns) of the histogram bucket holding quantile q. */
+static unsigned long long
+hpzctl_percentile(const struct hpz_status *st, double q)
+{
+	unsigned long long	total = 0, seen = 0;
+	int			i;
+
+	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
+		total += st->latency_hist[i];
+	if (total == 0)
+		return (0);
+	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++) {
+		seen += st->latency_hist[i];
+		if ((double)seen >= q * (double)total)
+			break;
+	}
+	if (i >= HPZ_LATENCY_BUCKETS - 1)
+		return (st->fault_ns_max);
+	return (2ULL << i);
+}
+
+static double
+hpzctl_gbs(unsigned long long bytes, unsigned long long ns)
+{
+	return (ns == 0 ? 0.0 : (double)bytes / (double)ns);
+}
+
+/* Every region the daemon shows us; NULL (and a message) on failure. */
+static struct hpz_region_info *
+hpzctl_regions(size_t *n)
+{
+	struct hpz_region_info	*info;
+	int			 error;
+
+	if ((info = calloc(HPZCTL_MAX_REGIONS, sizeof(*info))) == NULL) {
+		fprintf(stderr, "hpzctl: out of memory\n");
+		return (NULL);
+	}
+	error = hpz_list_regions(info, HPZCTL_MAX_REGIONS, n);
+	if (error != 0) {
+		fprintf(stderr, "hpzctl: cannot list regions: %s\n",
+		    hpz_strerror(error));
+		free(info);
+		return (NULL);
+	}
+	if (*n > HPZCTL_MAX_REGIONS)
+		*n = HPZCTL_MAX_REGIONS;
+	return (info);
 }
 
 /* Every counter as name and value, names padded to one column. */
@@ -262,7 +334,53 @@ hpzctl_stats_table(const struct hpz_status *st)
 	}
 	printf("%-*s  %20llu\n", (int)w, "fault_ns_mean",
 	    hpzctl_fault_mean(st));
-	return (fflush(stdout) == 0 ? 0 : 1);
+	printf("%-*s  %20llu\n", (int)w, "fault_ns_p50",
+	    hpzctl_percentile(st, 0.50));
+	printf("%-*s  %20llu\n", (int)w, "fault_ns_p99",
+	    hpzctl_percentile(st, 0.99));
+
+	printf("\nclear kernels\n");
+	printf("  %-10s %-12s %14s %10s\n", "role", "kernel", "bytes",
+	    "GB/s");
+	printf("  %-10s %-12s %14llu %10.1f   (%.1f measured at start)\n",
+	    "bulk", st->clear_kernel, st->bulk_bytes,
+	    hpzctl_gbs(st->bulk_bytes, st->bulk_ns), st->clear_gbs);
+	printf("  %-10s %-12s %14llu %10.1f\n", "hot", st->hot_kernel,
+	    st->hot_bytes, hpzctl_gbs(st->hot_bytes, st->hot_ns));
+
+	printf("\nfault latency, read to mapped\n");
+	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++) {
+		if (st->latency_hist[i] == 0)
+			continue;
+		printf("  < %10.1f us %12llu\n", (double)(2ULL << i) / 1e3,
+		    st->latency_hist[i]);
+	}
+	return (hpzctl_regions_table() == 0 && fflush(stdout) == 0 ? 0 : 1);
+}
+
+/* The regions, one line each. */
+static int
+hpzctl_regions_table(void)
+{
+	struct hpz_region_info	*info;
+	size_t			 n, i;
+
+	if ((info = hpzctl_regions(&n)) == NULL)
+		return (1);
+	printf("\nregions\n");
+	printf("  %6s %7s %18s %10s %6s %10s %10s %10s %10s\n", "id", "pid",
+	    "addr", "MiB", "page", "faults", "cleared", "populated",
+	    "mean us");
+	for (i = 0; i < n; i++)
+		printf("  %6llu %7d %#18llx %10llu %5lluK %10llu %10llu "
+		    "%10llu %10.1f\n", info[i].id, info[i].pid, info[i].addr,
+		    info[i].len >> 20, info[i].page_size >> 10,
+		    info[i].faults, info[i].pages_cleared,
+		    info[i].pages_populated, info[i].faults == 0 ? 0.0 :
+		    (double)info[i].fault_ns_total / (double)info[i].faults /
+		    1e3);
+	free(info);
+	return (0);
 }
 
 /* Add an unsigned counter; json-c before 0.14 has only signed 64 bits. */
@@ -290,9 +408,10 @@ hpzctl_json_add(struct json_object *obj, const char *key,
 static int
 hpzctl_stats_json(const struct hpz_status *st)
 {
-	struct json_object	*obj, *s;
+	struct json_object	*obj, *s, *arr, *r;
+	struct hpz_region_info	*info = NULL;
 	const char		*text;
-	size_t			 i;
+	size_t			 i, n;
 	int			 rc = 1;
 
 	if ((obj = json_object_new_object()) == NULL)
@@ -305,8 +424,58 @@ hpzctl_stats_json(const struct hpz_status *st)
 		    hpzctl_value(st, &hpzctl_fields[i])) != 0)
 			goto nomem;
 	}
-	if (hpzctl_json_add(obj, "fault_ns_mean", hpzctl_fault_mean(st)) != 0)
+	if (hpzctl_json_add(obj, "fault_ns_mean", hpzctl_fault_mean(st)) != 0 ||
+	    hpzctl_json_add(obj, "fault_ns_p50",
+	    hpzctl_percentile(st, 0.50)) != 0 ||
+	    hpzctl_json_add(obj, "fault_ns_p99",
+	    hpzctl_percentile(st, 0.99)) != 0)
 		goto nomem;
+	if ((s = json_object_new_string(st->clear_kernel)) == NULL ||
+	    json_object_object_add(obj, "clear_kernel", s) != 0 ||
+	    (s = json_object_new_string(st->hot_kernel)) == NULL ||
+	    json_object_object_add(obj, "hot_kernel", s) != 0 ||
+	    (s = json_object_new_double(st->clear_gbs)) == NULL ||
+	    json_object_object_add(obj, "clear_gbs", s) != 0 ||
+	    (s = json_object_new_double(hpzctl_gbs(st->bulk_bytes,
+	    st->bulk_ns))) == NULL ||
+	    json_object_object_add(obj, "bulk_gbs", s) != 0 ||
+	    (s = json_object_new_double(hpzctl_gbs(st->hot_bytes,
+	    st->hot_ns))) == NULL ||
+	    json_object_object_add(obj, "hot_gbs", s) != 0)
+		goto nomem;
+	if ((arr = json_object_new_array()) == NULL ||
+	    json_object_object_add(obj, "latency_hist", arr) != 0)
+		goto nomem;
+	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
+		if ((s = json_object_new_int64((int64_t)st->latency_hist[i])) ==
+		    NULL || json_object_array_add(arr, s) != 0)
+			goto nomem;
+	if ((arr = json_object_new_array()) == NULL ||
+	    json_object_object_add(obj, "regions", arr) != 0)
+		goto nomem;
+	if ((info = hpzctl_regions(&n)) == NULL)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if ((r = json_object_new_object()) == NULL ||
+		    json_object_array_add(arr, r) != 0 ||
+		    hpzctl_json_add(r, "id", info[i].id) != 0 ||
+		    hpzctl_json_add(r, "pid", (unsigned long long)info[i].pid)
+		    != 0 ||
+		    hpzctl_json_add(r, "uid", info[i].uid) != 0 ||
+		    hpzctl_json_add(r, "flags", info[i].flags) != 0 ||
+		    hpzctl_json_add(r, "addr", info[i].addr) != 0 ||
+		    hpzctl_json_add(r, "len", info[i].len) != 0 ||
+		    hpzctl_json_add(r, "page_size", info[i].page_size) != 0 ||
+		    hpzctl_json_add(r, "faults", info[i].faults) != 0 ||
+		    hpzctl_json_add(r, "pages_cleared",
+		    info[i].pages_cleared) != 0 ||
+		    hpzctl_json_add(r, "pages_populated",
+		    info[i].pages_populated) != 0 ||
+		    hpzctl_json_add(r, "fault_ns_total",
+		    info[i].fault_ns_total) != 0 ||
+		    hpzctl_json_add(r, "fault_ns_max", info[i].fault_ns_max) != 0)
+			goto nomem;
+	}
 	if ((s = json_object_new_string(hpzctl_socket())) == NULL ||
 	    json_object_object_add(obj, "socket", s) != 0)
 		goto nomem;
@@ -321,6 +490,7 @@ hpzctl_stats_json(const struct hpz_status *st)
 nomem:
 	fprintf(stderr, "hpzctl: cannot build JSON: out of memory\n");
 out:
+	free(info);
 	if (obj != NULL)
 		json_object_put(obj);
 	return (rc);

@@ -232,6 +232,18 @@ control_status(struct client *c, struct hpz_msg *m)
 	return (0);
 }
 
+static int
+control_regions(struct client *c, struct hpz_msg *m)
+{
+	struct hpz_msg_regions_reply	rep;
+
+	proto_init(&rep, HPZ_MSG_REGIONS_REPLY, sizeof(rep), m->u.hdr.seq);
+	stats_regions(&rep, m->u.regions.after_id, c->uid);
+	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
+		return (-1);
+	return (0);
+}
+
 /*
  * One received message.  A message that breaks the framing rules gets an
  * error reply and the client is dropped (-1); a request refused for what
@@ -267,6 +279,8 @@ control_dispatch(struct client *c, struct hpz_msg *m)
 		return (control_reset(c, m));
 	case HPZ_MSG_STATUS:
 		return (control_status(c, m));
+	case HPZ_MSG_REGIONS:
+		return (control_regions(c, m));
 	}
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }

@@ -22,6 +22,12 @@ uint64_t		 hpzd_start_ns;
 static const struct option hpzd_options[] = {
 	{ "socket",	required_argument,	NULL, 's' },
 	{ "workers",	required_argument,	NULL, 'w' },
+	{ "clear-kernel", required_argument,	NULL, 'k' },
+	{ "hot-kernel",	required_argument,	NULL, 'K' },
+	{ "hot-size",	required_argument,	NULL, 'H' },
+	{ "extent",	required_argument,	NULL, 'e' },
+	{ "spin-us",	required_argument,	NULL, 'p' },
+	{ "route",	required_argument,	NULL, 'r' },
 	{ "debug",	no_argument,		NULL, 'd' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -31,14 +37,56 @@ static const struct option hpzd_options[] = {
 static void
 hpzd_usage(FILE *f)
 {
-	fprintf(f, "usage: hpzerod [-dhV] [-s path] [-w workers]\n"
-	    "  -s, --socket PATH   listen on PATH (default %s),\n"
-	    "                      unless systemd passes a socket\n"
-	    "  -w, --workers N     worker threads (default: online CPUs)\n"
-	    "  -d, --debug         log debug messages\n"
-	    "  -V, --version       print the version and exit\n"
-	    "  -h, --help          print this help and exit\n",
+	fprintf(f, "usage: hpzerod [-dhV] [-s path] [-w workers] [options]\n"
+	    "  -s, --socket PATH       listen on PATH (default %s),\n"
+	    "                          unless systemd passes a socket\n"
+	    "  -w, --workers N         worker threads (default: online CPUs)\n"
+	    "      --clear-kernel K    bulk clear kernel: avx512-nt, avx2-nt,\n"
+	    "                          sse2-nt, rep-stosb, memset (default:\n"
+	    "                          the fastest measured at start)\n"
+	    "      --hot-kernel K      kernel for the faulting neighbourhood:\n"
+	    "                          rep-stosb or memset\n"
+	    "      --hot-size BYTES    neighbourhood of the faulting 4 KiB\n"
+	    "                          cleared last (default 64K)\n"
+	    "      --extent BYTES      largest clear extent (default: the\n"
+	    "                          LLC share of one CPU)\n"
+	    "      --spin-us N         most an idle worker spins (default 50)\n"
+	    "      --route MODE        reader, thread or hash (default reader)\n"
+	    "  -d, --debug             log debug messages\n"
+	    "  -V, --version           print the version and exit\n"
+	    "  -h, --help              print this help and exit\n",
 	    HPZ_SOCKET_DEFAULT);
+}
+
+/* A byte count with an optional K/M/G suffix. */
+static int
+hpzd_parse_bytes(const char *s, uint64_t *out)
+{
+	char			*end;
+	unsigned long long	 v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s)
+		return (-1);
+	switch (*end) {
+	case 'K': case 'k':
+		v <<= 10;
+		end++;
+		break;
+	case 'M': case 'm':
+		v <<= 20;
+		end++;
+		break;
+	case 'G': case 'g':
+		v <<= 30;
+		end++;
+		break;
+	}
+	if (*end != '\0')
+		return (-1);
+	*out = v;
+	return (0);
 }
 
 static void
@@ -76,6 +124,10 @@ int
 main(int argc, char **argv)
 {
 	const char	*socket_path = HPZ_SOCKET_DEFAULT;
+	const char	*bulk_name = NULL, *hot_name = NULL;
+	struct worker_config cfg = worker_config;
+	char		 why[256];
+	long		 spin;
 	struct event	*ev_term, *ev_int, *ev_hup, *ev_timer;
 	struct timeval	 tv = { HPZD_STATUS_INTERVAL, 0 };
 	long		 ncpu;
@@ -84,7 +136,7 @@ main(int argc, char **argv)
 
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	nworkers = ncpu > 0 && ncpu <= HPZD_WORKERS_MAX ? (int)ncpu : 1;
-	while ((ch = getopt_long(argc, argv, "s:w:dVh", hpzd_options,
+	while ((ch = getopt_long(argc, argv, "s:w:k:K:H:e:p:r:dVh", hpzd_options,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's':
@@ -97,6 +149,52 @@ main(int argc, char **argv)
 			    nworkers > HPZD_WORKERS_MAX) {
 				fprintf(stderr, "hpzerod: --workers must be "
 				    "1 to %d\n", HPZD_WORKERS_MAX);
+				return (2);
+			}
+			break;
+		case 'k':
+			bulk_name = optarg;
+			break;
+		case 'K':
+			hot_name = optarg;
+			break;
+		case 'H':
+			if (hpzd_parse_bytes(optarg, &cfg.hot_size) == -1 ||
+			    cfg.hot_size > (1ULL << 30)) {
+				fprintf(stderr, "hpzerod: bad --hot-size\n");
+				return (2);
+			}
+			break;
+		case 'e':
+			if (hpzd_parse_bytes(optarg, &cfg.extent_max) == -1 ||
+			    cfg.extent_max < PLAN_EXTENT_MIN ||
+			    cfg.extent_max > PLAN_EXTENT_MAX) {
+				fprintf(stderr, "hpzerod: --extent must be "
+				    "256K to 64M\n");
+				return (2);
+			}
+			break;
+		case 'p':
+			errno = 0;
+			spin = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || spin < 0 ||
+			    spin > 100000) {
+				fprintf(stderr, "hpzerod: --spin-us must be "
+				    "0 to 100000\n");
+				return (2);
+			}
+			cfg.spin_us = (int)spin;
+			break;
+		case 'r':
+			if (strcmp(optarg, "reader") == 0)
+				cfg.route = ROUTE_READER;
+			else if (strcmp(optarg, "thread") == 0)
+				cfg.route = ROUTE_THREAD;
+			else if (strcmp(optarg, "hash") == 0)
+				cfg.route = ROUTE_HASH;
+			else {
+				fprintf(stderr, "hpzerod: --route must be "
+				    "reader, thread or hash\n");
 				return (2);
 			}
 			break;
@@ -127,8 +225,23 @@ main(int argc, char **argv)
 
 	if ((hpzd_base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
+	if (topo_init(&topo, "") == -1)
+		log_warnx("cannot read the CPU topology: workers not pinned");
+	if (clear_init(bulk_name, hot_name, why, sizeof(why)) != 0) {
+		fprintf(stderr, "hpzerod: %s\n", why);
+		return (2);
+	}
+	log_info("%d CPUs on %d node(s), LLC %llu KiB shared by %d: extents "
+	    "up to %llu KiB; clear kernels %s (bulk, %.1f GB/s measured) and "
+	    "%s (last %llu KiB)", topo.ncpus, topo.nnodes,
+	    (unsigned long long)(topo.llc_size >> 10), topo.llc_sharing,
+	    (unsigned long long)((cfg.extent_max != 0 ? cfg.extent_max :
+	    plan_extent_max(topo.llc_share)) >> 10), clear_bulk_kernel->name,
+	    clear_calibrated_gbs(clear_bulk_kernel->kind),
+	    clear_hot_kernel->name, (unsigned long long)(cfg.hot_size >> 10));
 	/* Workers exist before we serve: spawning later would stall faults. */
-	if (worker_start(nworkers) != 0)
+	cfg.nworkers = nworkers;
+	if (worker_start(&cfg) != 0)
 		fatalx("cannot start %d workers", nworkers);
 	if ((lfd = control_listen(socket_path, &from_systemd)) == -1) {
 		sd_notifyf(0, "STATUS=cannot listen on %s", socket_path);

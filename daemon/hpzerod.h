@@ -78,10 +78,16 @@ struct region {
 	atomic_int		 inflight;	/* queued or running work */
 	pthread_mutex_t		 lock;
 	pthread_cond_t		 cond;		/* a page left BUSY, inflight fell */
-	int			 dead;		/* client gone: stop mapping */
+
+	int			 node;		/* client's preferred node or -1 */
+	pid_t			 pid;		/* client, for THREAD_ID lookups */
+	int			 polled;	/* in the workers' poll list */
 
 	atomic_uint_fast64_t	 faults;
 	atomic_uint_fast64_t	 cleared;
+	atomic_uint_fast64_t	 populated;
+	atomic_uint_fast64_t	 fault_ns_total;
+	atomic_uint_fast64_t	 fault_ns_max;
 };
 TAILQ_HEAD(regions, region);
 
@@ -107,17 +113,88 @@ struct backing {
 	ino_t			 ino;
 };
 
-/* One fault, from the uffd reader to a worker. */
+/* plan.c: the extent planner, pure arithmetic. */
+#define PLAN_EXTENT_MIN		(256ULL << 10)
+#define PLAN_EXTENT_MAX		(64ULL << 20)
+#define PLAN_HOT_DEFAULT	(64ULL << 10)	/* the fault +- 32 KiB */
+struct plan_extent {
+	uint64_t	off;
+	uint64_t	len;
+};
+uint64_t	 plan_extent_max(uint64_t llc_share);
+void		 plan_window(uint64_t page_size, uint64_t fault_off,
+		    uint64_t hot, uint64_t *start, uint64_t *len);
+size_t		 plan_split(uint64_t len, uint64_t wstart, uint64_t wlen,
+		    uint64_t max, struct plan_extent *out, size_t nout);
+void		 plan_sort_by_distance(struct plan_extent *, size_t,
+		    uint64_t wstart, uint64_t wend);
+void		 plan_coalesce(const uint64_t *idx, size_t n, uint64_t first,
+		    uint64_t max_pages, uint64_t *lo, uint64_t *hi);
+
+/* topo.c: CPUs, nodes and the last-level cache. */
+#define TOPO_CPUS_MAX		1024
+#define TOPO_NODES_MAX		64
+struct topo {
+	int		 ncpus;			/* CPU ids 0 .. ncpus-1 */
+	int		 cpu_online[TOPO_CPUS_MAX];
+	int		 cpu_node[TOPO_CPUS_MAX];
+	int		 nnodes;		/* node ids 0 .. nnodes-1 */
+	uint64_t	 llc_size;		/* bytes */
+	int		 llc_sharing;		/* CPUs sharing one LLC */
+	uint64_t	 llc_share;		/* llc_size / llc_sharing */
+};
+extern struct topo	 topo;
+int		 topo_parse_list(const char *list, int *set, int max);
+int		 topo_read_llc(const char *root, int cpu, uint64_t *size,
+		    int *sharing);
+int		 topo_init(struct topo *, const char *root);
+
+/* A clear too big for one worker: extents taken by several. */
+#define JOB_EXTENTS_MAX		4096
+struct job {
+	char			*base;		/* our mapping of the page */
+	size_t			 n;
+	struct plan_extent	 ext[JOB_EXTENTS_MAX];
+	atomic_size_t		 next;		/* next extent to take */
+	atomic_size_t		 remaining;	/* extents not yet cleared */
+	atomic_int		 refs;		/* last one frees */
+};
+
+enum work_type {
+	WORK_FAULT,		/* resolve a fault */
+	WORK_ASSIST,		/* take extents of a shared job */
+};
+
+/* One fault (or a share of a job), from the uffd reader to a worker. */
 struct work {
 	TAILQ_ENTRY(work)	 entry;
+	enum work_type		 type;
 	struct region		*region;
 	uint64_t		 addr;		/* exact fault address */
 	enum fault_kind		 kind;
 	uint32_t		 tid;
 	uint64_t		 t_read;	/* ns, when read from the uffd */
+	struct job		*job;		/* WORK_ASSIST */
+};
+TAILQ_HEAD(workq, work);
+
+enum worker_route_mode {
+	ROUTE_READER,		/* the CPU the fault was read on */
+	ROUTE_THREAD,		/* the faulting thread's last CPU (THREAD_ID) */
+	ROUTE_HASH,		/* by page, ignoring CPUs */
 };
 
+struct worker_config {
+	int			 nworkers;
+	int			 spin_us;	/* most a worker spins for work */
+	enum worker_route_mode	 route;
+	uint64_t		 hot_size;	/* neighbourhood cleared last */
+	uint64_t		 extent_max;	/* 0: from the LLC share */
+};
+extern struct worker_config	 worker_config;
+
 /* Counters; relaxed atomics, read by status. */
+#define STATS_HIST_BUCKETS	32	/* bucket i: [2^i, 2^(i+1)) ns */
 struct stats {
 	atomic_uint_fast64_t	faults;
 	atomic_uint_fast64_t	faults_missing;
@@ -134,6 +211,14 @@ struct stats {
 	atomic_uint_fast64_t	clients_dropped;
 	atomic_uint_fast64_t	fault_ns_total;
 	atomic_uint_fast64_t	fault_ns_max;
+	atomic_uint_fast64_t	hist[STATS_HIST_BUCKETS];
+	atomic_uint_fast64_t	bulk_bytes;	/* cleared with the bulk kernel */
+	atomic_uint_fast64_t	bulk_ns;
+	atomic_uint_fast64_t	hot_bytes;	/* cleared with the hot kernel */
+	atomic_uint_fast64_t	hot_ns;
+	atomic_uint_fast64_t	faults_coalesced;	/* resolved with another */
+	atomic_uint_fast64_t	jobs_split;	/* clears shared by workers */
+	atomic_uint_fast64_t	faults_polled;	/* read by a spinning worker */
 };
 
 /* hpzerod.c */
@@ -182,22 +267,68 @@ int		 region_reset(struct region *, uint64_t addr, uint64_t len);
 uint64_t	 region_page_index(const struct region *, uint64_t addr);
 void		 region_wait_page(struct region *, uint64_t idx);
 void		 region_work_done(struct region *);
+int		 region_client_node(pid_t pid, uint64_t addr);
+int		 region_page_node(const struct region *, uint64_t idx);
 
 /* uffd.c */
+struct worker;
 void		 uffd_read_cb(int fd, short events, void *arg);
-void		 uffd_handle(struct work *);
+int		 uffd_read(struct region *, struct worker *self);
+void		 uffd_handle(struct worker *, struct work *);
+void		 uffd_assist(struct work *);
 int		 uffd_continue(struct region *, uint64_t addr, uint64_t len);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
 int		 uffd_unregister(struct region *);
+int		 uffd_thread_cpu(pid_t pid, uint32_t tid);
 
 /* worker.c */
-int		 worker_start(int nworkers);
+int		 worker_start(const struct worker_config *);
 void		 worker_stop(void);
 int		 worker_count(void);
-void		 worker_submit(struct work *);
+int		 worker_route(const struct topo *, const int *worker_cpu,
+		    int nworkers, int fault_cpu, int page_node, uint64_t hash);
+void		 worker_submit(struct work *, int fault_cpu, int page_node);
+void		 worker_push(struct worker *, struct work *);
+size_t		 worker_take(struct worker *, int (*match)(struct work *,
+		    void *), void *arg, struct work **out, size_t max);
+int		 worker_assist(struct job *, struct region *, struct worker *self);
+void		 worker_poll_add(struct region *);
+void		 worker_poll_remove(struct region *);
+int		 worker_id(const struct worker *);
 
-/* clear.c */
+/* clear.c: clear kernels, chosen at start.  Self-contained (no log/stats)
+ * so that client/hpz-bench can link it to measure the machine. */
+enum clear_kind {
+	CLEAR_AVX512_NT,	/* "avx512-nt": vmovntdq zmm */
+	CLEAR_AVX2_NT,		/* "avx2-nt": vmovntdq ymm */
+	CLEAR_SSE2_NT,		/* "sse2-nt": movntdq xmm */
+	CLEAR_REP_STOSB,	/* "rep-stosb" */
+	CLEAR_MEMSET,		/* "memset" */
+	CLEAR_NKINDS
+};
+struct clear_kernel {
+	const char	*name;
+	enum clear_kind	 kind;
+	int		 nontemporal;
+	/* Any alignment and length; no fence. */
+	void		(*fn)(void *p, size_t len);
+};
+extern const struct clear_kernel *clear_bulk_kernel;	/* the bulk */
+extern const struct clear_kernel *clear_hot_kernel;	/* ordinary stores */
+int		 clear_supported(enum clear_kind);
+const struct clear_kernel *clear_kernel(enum clear_kind);
+const struct clear_kernel *clear_kernel_by_name(const char *);
+int		 clear_init(const char *bulk, const char *hot, char *why,
+		    size_t whylen);
+double		 clear_calibrated_gbs(enum clear_kind);
+void		 clear_bulk(void *p, size_t len);
+void		 clear_hot(void *p, size_t len);
+void		 clear_fence(void);
 void		 clear_range(void *p, size_t len);
+void		 clear_page(void *page, size_t page_size, size_t fault_off,
+		    size_t hot_size);
+void		 clear_window(size_t page_size, size_t fault_off,
+		    size_t hot_size, size_t *start, size_t *len);
 
 /* control.c */
 extern struct clients	 control_clients;
@@ -210,7 +341,10 @@ size_t		 control_nclients(void);
 extern struct stats	 stats;
 uint64_t	 stats_now_ns(void);
 void		 stats_fault_latency(uint64_t ns);
+int		 stats_bucket(uint64_t ns);
 void		 stats_fill(struct hpz_msg_status_reply *);
+void		 stats_regions(struct hpz_msg_regions_reply *, uint64_t after_id,
+		    uid_t uid);
 void		 stats_summary(char *buf, size_t len);
 
 #endif /* HPZEROD_H */

@@ -16,6 +16,7 @@
 #include <linux/userfaultfd.h>
 
 #include <event2/event.h>
+#include <numaif.h>
 
 #include "hpzerod.h"
 
@@ -204,6 +205,8 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	r->fs_magic = b.fs_magic;
 	r->dev = b.dev;
 	r->ino = b.ino;
+	r->pid = c->pid;
+	r->node = topo.nnodes > 1 ? region_client_node(c->pid, m->addr) : -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 
@@ -246,6 +249,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	TAILQ_INSERT_TAIL(&c->regions, r, entry);
 	TAILQ_INSERT_TAIL(&region_all, r, all);
 	c->nregions++;
+	worker_poll_add(r);
 	*out = r;
 	return (0);
 
@@ -310,6 +314,7 @@ region_destroy(struct region *r)
 {
 	struct client	*c = r->client;
 
+	worker_poll_remove(r);
 	event_del(r->ev);
 	region_drain(r);
 	region_punch_garbage(r);
@@ -391,4 +396,50 @@ region_work_done(struct region *r)
 	atomic_fetch_sub(&r->inflight, 1);
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
+}
+
+/*
+ * The node the client's policy asks for at addr, from its numa_maps
+ * ("bind:N" or "prefer:N" naming one node), or -1.
+ */
+int
+region_client_node(pid_t pid, uint64_t addr)
+{
+	char		 path[64], line[4096], *p;
+	FILE		*f;
+	unsigned long long start;
+	int		 node = -1;
+
+	if (pid <= 0)
+		return (-1);
+	snprintf(path, sizeof(path), "/proc/%d/numa_maps", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return (-1);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		start = strtoull(line, &p, 16);
+		if (start != addr || *p != ' ')
+			continue;
+		p++;
+		if ((strncmp(p, "bind:", 5) == 0 ||
+		    strncmp(p, "prefer:", 7) == 0) &&
+		    strpbrk(strchr(p, ':'), ",-") > strchr(p, ' '))
+			node = atoi(strchr(p, ':') + 1);
+		break;
+	}
+	fclose(f);
+	return (node);
+}
+
+/* The node holding page idx (present pages), else the region's choice. */
+int
+region_page_node(const struct region *r, uint64_t idx)
+{
+	int	node = -1;
+
+	if (topo.nnodes <= 1)
+		return (-1);
+	if (get_mempolicy(&node, NULL, 0, (char *)r->map + idx * r->page_size,
+	    MPOL_F_NODE | MPOL_F_ADDR) == -1)
+		return (r->node);
+	return (node);
 }

@@ -18,12 +18,26 @@ stats_now_ns(void)
 	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
 }
 
+/* Log2 bucket of a latency: bucket i holds [2^i, 2^(i+1)) ns. */
+int
+stats_bucket(uint64_t ns)
+{
+	int	b;
+
+	if (ns == 0)
+		return (0);
+	b = 63 - __builtin_clzll(ns);
+	return (b < STATS_HIST_BUCKETS ? b : STATS_HIST_BUCKETS - 1);
+}
+
 /* Account one resolved fault, from read to mapped. */
 void
 stats_fault_latency(uint64_t ns)
 {
 	uint_fast64_t	max;
 
+	atomic_fetch_add_explicit(&stats.hist[stats_bucket(ns)], 1,
+	    memory_order_relaxed);
 	atomic_fetch_add_explicit(&stats.fault_ns_total, ns,
 	    memory_order_relaxed);
 	max = atomic_load_explicit(&stats.fault_ns_max, memory_order_relaxed);
@@ -58,6 +72,8 @@ stats_nregions(void)
 void
 stats_fill(struct hpz_msg_status_reply *s)
 {
+	int	i;
+
 	snprintf(s->version, sizeof(s->version), "%s", PACKAGE_VERSION);
 	s->uptime_ms = (stats_now_ns() - hpzd_start_ns) / 1000000;
 	s->clients = control_nclients();
@@ -79,6 +95,59 @@ stats_fill(struct hpz_msg_status_reply *s)
 	s->clients_dropped = atomic_load(&stats.clients_dropped);
 	s->fault_ns_total = atomic_load(&stats.fault_ns_total);
 	s->fault_ns_max = atomic_load(&stats.fault_ns_max);
+	snprintf(s->clear_kernel, sizeof(s->clear_kernel), "%s",
+	    clear_bulk_kernel->name);
+	snprintf(s->hot_kernel, sizeof(s->hot_kernel), "%s",
+	    clear_hot_kernel->name);
+	s->clear_mbps = (uint64_t)(clear_calibrated_gbs(
+	    clear_bulk_kernel->kind) * 1000);
+	s->hot_size = worker_config.hot_size;
+	s->extent_max = worker_config.extent_max != 0 ?
+	    worker_config.extent_max : plan_extent_max(topo.llc_share);
+	s->bulk_bytes = atomic_load(&stats.bulk_bytes);
+	s->bulk_ns = atomic_load(&stats.bulk_ns);
+	s->hot_bytes = atomic_load(&stats.hot_bytes);
+	s->hot_ns = atomic_load(&stats.hot_ns);
+	s->faults_coalesced = atomic_load(&stats.faults_coalesced);
+	s->jobs_split = atomic_load(&stats.jobs_split);
+	s->faults_polled = atomic_load(&stats.faults_polled);
+	for (i = 0; i < STATS_HIST_BUCKETS && i < HPZ_LATENCY_BUCKETS; i++)
+		s->latency_hist[i] = atomic_load(&stats.hist[i]);
+}
+
+/*
+ * Fill a regions reply with the regions after after_id that uid may see
+ * (its own; root sees all).  Region ids only grow along the list.
+ */
+void
+stats_regions(struct hpz_msg_regions_reply *rep, uint64_t after_id,
+    uid_t uid)
+{
+	struct hpz_msg_region_info	*e;
+	struct region			*r;
+
+	TAILQ_FOREACH(r, &region_all, all) {
+		if (r->id <= after_id ||
+		    (uid != 0 && r->client->uid != uid))
+			continue;
+		if (rep->count == HPZ_REGIONS_PER_REPLY) {
+			rep->more = 1;
+			break;
+		}
+		e = &rep->r[rep->count++];
+		e->id = r->id;
+		e->pid = (int32_t)r->client->pid;
+		e->uid = (uint32_t)r->client->uid;
+		e->flags = r->flags;
+		e->addr = r->addr;
+		e->len = r->len;
+		e->page_size = r->page_size;
+		e->faults = atomic_load(&r->faults);
+		e->pages_cleared = atomic_load(&r->cleared);
+		e->pages_populated = atomic_load(&r->populated);
+		e->fault_ns_total = atomic_load(&r->fault_ns_total);
+		e->fault_ns_max = atomic_load(&r->fault_ns_max);
+	}
 }
 
 /* One line for sd_notify STATUS=. */

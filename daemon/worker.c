@@ -1,29 +1,58 @@
 /*
- * worker.c - the worker pool: threads made before serving, each with its
- * own queue woken through an eventfd.
+ * worker.c - the worker pool.  One worker per CPU (or as many as asked),
+ * pinned, made before serving, each with its own queue woken through an
+ * eventfd.  An idle worker spins a short, adaptive while before it sleeps,
+ * and polls the regions' uffds meanwhile, so a client faulting page after
+ * page finds a handler already running.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include <numa.h>
+
 #include "hpzerod.h"
+
+#define WORKER_SPIN_MIN_NS	2000ULL
+#define WORKER_POLL_MAX		256	/* regions an idle worker polls */
 
 struct worker {
 	pthread_t		 thread;
 	int			 id;
+	int			 cpu;		/* pinned to, or -1 */
+	int			 node;
 	int			 efd;
 	pthread_mutex_t		 lock;
-	TAILQ_HEAD(, work)	 queue;
-	int			 stop;
+	struct workq		 queue;
+	atomic_int		 pending;	/* items in queue */
+	atomic_int		 sleeping;	/* blocked on efd */
+	atomic_int		 idle;		/* spinning or sleeping */
+	uint64_t		 spin_ns;	/* current spin budget */
+	atomic_int		 stop;
+};
+
+struct worker_config	 worker_config = {
+	.nworkers = 0,
+	.spin_us = 50,
+	.route = ROUTE_READER,
+	.hot_size = PLAN_HOT_DEFAULT,
+	.extent_max = 0,
 };
 
 static struct worker	*workers;
+static int		*worker_cpus;
 static int		 nworkers;
 static pthread_barrier_t worker_barrier;
+
+/* Regions idle workers poll: main thread writes, workers read. */
+static pthread_rwlock_t	 worker_poll_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct region	*worker_poll[WORKER_POLL_MAX];
+static atomic_int	 worker_npoll;
 
 int
 worker_count(void)
@@ -31,7 +60,256 @@ worker_count(void)
 	return (nworkers);
 }
 
-/* Take everything queued for w, or wait for the eventfd. */
+int
+worker_id(const struct worker *w)
+{
+	return (w->id);
+}
+
+static inline void
+worker_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/*
+ * Which worker takes a fault: one on the node that holds the page, the one
+ * on the faulting CPU if it is there, else one chosen by hash.  Pure, so
+ * routing on many nodes can be tested with a made-up topology.
+ */
+int
+worker_route(const struct topo *t, const int *worker_cpu, int n,
+    int fault_cpu, int page_node, uint64_t hash)
+{
+	int	i, cand[HPZD_WORKERS_MAX], ncand = 0, cpu;
+
+	if (n <= 0)
+		return (-1);
+	if (page_node >= 0) {
+		for (i = 0; i < n; i++) {
+			cpu = worker_cpu[i];
+			if (cpu >= 0 && cpu < TOPO_CPUS_MAX &&
+			    t->cpu_node[cpu] == page_node)
+				cand[ncand++] = i;
+		}
+		for (i = 0; i < ncand; i++)
+			if (worker_cpu[cand[i]] == fault_cpu)
+				return (cand[i]);
+		if (ncand > 0)
+			return (cand[hash % (uint64_t)ncand]);
+	}
+	if (fault_cpu >= 0)
+		for (i = 0; i < n; i++)
+			if (worker_cpu[i] == fault_cpu)
+				return (i);
+	return ((int)(hash % (uint64_t)n));
+}
+
+/* Take the first queued item, or NULL. */
+static struct work *
+worker_pop(struct worker *w)
+{
+	struct work	*item;
+
+	if (atomic_load(&w->pending) == 0)
+		return (NULL);
+	pthread_mutex_lock(&w->lock);
+	item = TAILQ_FIRST(&w->queue);
+	if (item != NULL) {
+		TAILQ_REMOVE(&w->queue, item, entry);
+		atomic_fetch_sub(&w->pending, 1);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return (item);
+}
+
+/*
+ * Take queued items that match (for coalescing), at most max, in queue
+ * order.  Returns how many.
+ */
+size_t
+worker_take(struct worker *w, int (*match)(struct work *, void *), void *arg,
+    struct work **out, size_t max)
+{
+	struct work	*item, *next;
+	size_t		 n = 0;
+
+	if (atomic_load(&w->pending) == 0)
+		return (0);
+	pthread_mutex_lock(&w->lock);
+	for (item = TAILQ_FIRST(&w->queue); item != NULL && n < max;
+	    item = next) {
+		next = TAILQ_NEXT(item, entry);
+		if (!match(item, arg))
+			continue;
+		TAILQ_REMOVE(&w->queue, item, entry);
+		atomic_fetch_sub(&w->pending, 1);
+		out[n++] = item;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return (n);
+}
+
+/* Queue an item on w and wake it if it sleeps. */
+void
+worker_push(struct worker *w, struct work *item)
+{
+	uint64_t	one = 1;
+
+	pthread_mutex_lock(&w->lock);
+	TAILQ_INSERT_TAIL(&w->queue, item, entry);
+	atomic_fetch_add(&w->pending, 1);
+	pthread_mutex_unlock(&w->lock);
+	if (atomic_load(&w->sleeping) &&
+	    write(w->efd, &one, sizeof(one)) == -1)
+		fatal("worker %d: wake", w->id);
+}
+
+/* Route a fault read on the main thread to its worker. */
+void
+worker_submit(struct work *item, int fault_cpu, int page_node)
+{
+	uint64_t	hash;
+	int		i;
+
+	hash = item->region->id * 7919 +
+	    region_page_index(item->region, item->addr);
+	if (worker_config.route == ROUTE_HASH)
+		fault_cpu = -1;
+	i = worker_route(&topo, worker_cpus, nworkers, fault_cpu, page_node,
+	    hash);
+	worker_push(&workers[i], item);
+}
+
+/*
+ * Offer a job's extents to idle workers of the page's node; each holds a
+ * reference to the job.  Returns how many were asked.
+ */
+int
+worker_assist(struct job *job, struct region *r, struct worker *self)
+{
+	struct work	*item;
+	int		 i, asked = 0, node;
+
+	node = region_page_node(r, 0);
+	for (i = 0; i < nworkers; i++) {
+		if (&workers[i] == self || !atomic_load(&workers[i].idle))
+			continue;
+		if (node >= 0 && workers[i].node != node)
+			continue;
+		if ((item = calloc(1, sizeof(*item))) == NULL)
+			break;
+		item->type = WORK_ASSIST;
+		item->job = job;
+		item->region = r;
+		atomic_fetch_add(&job->refs, 1);
+		worker_push(&workers[i], item);
+		asked++;
+	}
+	return (asked);
+}
+
+void
+worker_poll_add(struct region *r)
+{
+	int	n;
+
+	pthread_rwlock_wrlock(&worker_poll_lock);
+	n = atomic_load(&worker_npoll);
+	if (n < WORKER_POLL_MAX) {
+		worker_poll[n] = r;
+		atomic_store(&worker_npoll, n + 1);
+		r->polled = 1;
+	}
+	pthread_rwlock_unlock(&worker_poll_lock);
+}
+
+/* After this returns no worker reads r's uffd. */
+void
+worker_poll_remove(struct region *r)
+{
+	int	i, n;
+
+	if (!r->polled)
+		return;
+	pthread_rwlock_wrlock(&worker_poll_lock);
+	n = atomic_load(&worker_npoll);
+	for (i = 0; i < n; i++) {
+		if (worker_poll[i] == r) {
+			worker_poll[i] = worker_poll[n - 1];
+			atomic_store(&worker_npoll, n - 1);
+			break;
+		}
+	}
+	r->polled = 0;
+	pthread_rwlock_unlock(&worker_poll_lock);
+}
+
+/* While idle: read whatever faults wait in the regions' uffds. */
+static int
+worker_poll_uffds(struct worker *w)
+{
+	int	i, n, got = 0;
+
+	if (atomic_load(&worker_npoll) == 0)
+		return (0);
+	if (pthread_rwlock_tryrdlock(&worker_poll_lock) != 0)
+		return (0);
+	n = atomic_load(&worker_npoll);
+	for (i = 0; i < n; i++)
+		got += uffd_read(worker_poll[i], w);
+	pthread_rwlock_unlock(&worker_poll_lock);
+	return (got);
+}
+
+/*
+ * Spin for work a while, polling uffds; the budget doubles when work came
+ * while spinning and halves when it did not.  1 if work is there.
+ */
+static int
+worker_spin(struct worker *w)
+{
+	uint64_t	start, max;
+	unsigned int	i;
+
+	max = (uint64_t)worker_config.spin_us * 1000;
+	if (max == 0)
+		return (0);
+	start = stats_now_ns();
+	for (i = 0;; i++) {
+		if (atomic_load(&w->pending) != 0 ||
+		    ((i & 15) == 0 && worker_poll_uffds(w) > 0)) {
+			w->spin_ns = w->spin_ns * 2 > max ? max :
+			    w->spin_ns * 2;
+			return (1);
+		}
+		worker_relax();
+		if ((i & 63) == 0 && stats_now_ns() - start > w->spin_ns)
+			break;
+	}
+	w->spin_ns = w->spin_ns / 2 < WORKER_SPIN_MIN_NS ? WORKER_SPIN_MIN_NS :
+	    w->spin_ns / 2;
+	return (0);
+}
+
+/* Pin to our CPU and prefer its node for what we allocate. */
+static void
+worker_place(struct worker *w)
+{
+	cpu_set_t	set;
+
+	if (w->cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+		log_warnx("worker %d: cannot pin to CPU %d", w->id, w->cpu);
+	if (numa_available() != -1 && topo.nnodes > 1)
+		numa_set_preferred(w->node);
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -42,40 +320,60 @@ worker_main(void *arg)
 
 	snprintf(name, sizeof(name), "hpz-worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name);
+	worker_place(w);
 	pthread_barrier_wait(&worker_barrier);
 	for (;;) {
-		pthread_mutex_lock(&w->lock);
-		item = TAILQ_FIRST(&w->queue);
-		if (item != NULL)
-			TAILQ_REMOVE(&w->queue, item, entry);
-		if (item == NULL && w->stop) {
-			pthread_mutex_unlock(&w->lock);
-			break;
+		if ((item = worker_pop(w)) != NULL) {
+			atomic_store(&w->idle, 0);
+			if (item->type == WORK_ASSIST)
+				uffd_assist(item);
+			else
+				uffd_handle(w, item);
+			continue;
 		}
-		pthread_mutex_unlock(&w->lock);
-		if (item != NULL) {
-			uffd_handle(item);
+		atomic_store(&w->idle, 1);
+		if (w->stop)
+			break;
+		if (worker_spin(w))
+			continue;
+		atomic_store(&w->sleeping, 1);
+		if (atomic_load(&w->pending) != 0 || w->stop) {
+			atomic_store(&w->sleeping, 0);
 			continue;
 		}
 		if (read(w->efd, &v, sizeof(v)) == -1 && errno != EINTR)
 			fatal("worker %d: read eventfd", w->id);
+		atomic_store(&w->sleeping, 0);
 	}
 	return (NULL);
 }
 
-/* Make the pool; returns once every worker is running. */
+/* Make the pool, one worker per online CPU in turn; returns once running. */
 int
-worker_start(int n)
+worker_start(const struct worker_config *cfg)
 {
-	int	i, error;
+	int	i, error, cpu, n = cfg->nworkers;
 
 	if (n < 1 || n > HPZD_WORKERS_MAX)
 		return (-EINVAL);
-	if ((workers = calloc((size_t)n, sizeof(*workers))) == NULL)
+	worker_config = *cfg;
+	if ((workers = calloc((size_t)n, sizeof(*workers))) == NULL ||
+	    (worker_cpus = calloc((size_t)n, sizeof(*worker_cpus))) == NULL)
 		return (-ENOMEM);
 	pthread_barrier_init(&worker_barrier, NULL, (unsigned)n + 1);
+	cpu = -1;
 	for (i = 0; i < n; i++) {
+		/* Next online CPU, wrapping; -1 (unpinned) if none known. */
+		if (topo.ncpus > 0) {
+			do
+				cpu = (cpu + 1) % topo.ncpus;
+			while (!topo.cpu_online[cpu]);
+		}
 		workers[i].id = i;
+		workers[i].cpu = cpu;
+		workers[i].node = cpu >= 0 ? topo.cpu_node[cpu] : 0;
+		workers[i].spin_ns = (uint64_t)cfg->spin_us * 1000;
+		worker_cpus[i] = cpu;
 		pthread_mutex_init(&workers[i].lock, NULL);
 		TAILQ_INIT(&workers[i].queue);
 		if ((workers[i].efd = eventfd(0, EFD_CLOEXEC)) == -1)
@@ -113,27 +411,8 @@ worker_stop(void)
 	}
 	pthread_barrier_destroy(&worker_barrier);
 	free(workers);
+	free(worker_cpus);
 	workers = NULL;
+	worker_cpus = NULL;
 	nworkers = 0;
-}
-
-/*
- * Queue a fault.  Faults on one page always go to one worker, so they are
- * resolved in order and the second finds the page mapped.
- */
-void
-worker_submit(struct work *item)
-{
-	struct worker	*w;
-	uint64_t	 idx, one = 1;
-	int		 empty;
-
-	idx = region_page_index(item->region, item->addr);
-	w = &workers[(item->region->id * 7919 + idx) % (uint64_t)nworkers];
-	pthread_mutex_lock(&w->lock);
-	empty = TAILQ_EMPTY(&w->queue);
-	TAILQ_INSERT_TAIL(&w->queue, item, entry);
-	pthread_mutex_unlock(&w->lock);
-	if (empty && write(w->efd, &one, sizeof(one)) == -1)
-		fatal("worker %d: wake", w->id);
 }

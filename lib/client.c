@@ -565,7 +565,7 @@ hpz_status(struct hpz_status *st)
 	struct hpz_msg_header		 req;
 	struct hpz_msg			 reply;
 	const struct hpz_msg_status_reply *s = &reply.u.status;
-	int				 error;
+	int				 error, i;
 
 	if (st == NULL)
 		return (lib_fail(-EINVAL, "status is NULL"));
@@ -599,5 +599,69 @@ hpz_status(struct hpz_status *st)
 	st->clients_dropped = s->clients_dropped;
 	st->fault_ns_total = s->fault_ns_total;
 	st->fault_ns_max = s->fault_ns_max;
+	snprintf(st->clear_kernel, sizeof(st->clear_kernel), "%s",
+	    s->clear_kernel);
+	snprintf(st->hot_kernel, sizeof(st->hot_kernel), "%s", s->hot_kernel);
+	st->clear_gbs = (double)s->clear_mbps / 1000.0;
+	st->hot_size = s->hot_size;
+	st->extent_max = s->extent_max;
+	st->bulk_bytes = s->bulk_bytes;
+	st->bulk_ns = s->bulk_ns;
+	st->hot_bytes = s->hot_bytes;
+	st->hot_ns = s->hot_ns;
+	st->faults_coalesced = s->faults_coalesced;
+	st->jobs_split = s->jobs_split;
+	st->faults_polled = s->faults_polled;
+	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
+		st->latency_hist[i] = s->latency_hist[i];
 	return (0);
+}
+
+int
+hpz_list_regions(struct hpz_region_info *info, size_t max, size_t *count)
+{
+	struct hpz_msg_regions			 req;
+	struct hpz_msg				 reply;
+	const struct hpz_msg_regions_reply	*rr = &reply.u.regions_reply;
+	const struct hpz_msg_region_info	*e;
+	uint64_t				 after = 0;
+	size_t					 n = 0;
+	uint32_t				 i;
+	int					 error;
+
+	if (count == NULL || (info == NULL && max != 0))
+		return (lib_fail(-EINVAL, "count is NULL"));
+	pthread_once(&lib_once, lib_init_once);
+	pthread_mutex_lock(&lib_lock);
+	do {
+		proto_init(&req, HPZ_MSG_REGIONS, sizeof(req), 0);
+		req.after_id = after;
+		error = lib_request(&req, sizeof(req), NULL, 0, &reply,
+		    HPZ_MSG_REGIONS_REPLY);
+		if (error != 0)
+			break;
+		for (i = 0; i < rr->count; i++) {
+			e = &rr->r[i];
+			after = e->id;
+			if (n < max) {
+				info[n].id = e->id;
+				info[n].pid = e->pid;
+				info[n].uid = e->uid;
+				info[n].flags = e->flags;
+				info[n].addr = e->addr;
+				info[n].len = e->len;
+				info[n].page_size = e->page_size;
+				info[n].faults = e->faults;
+				info[n].pages_cleared = e->pages_cleared;
+				info[n].pages_populated = e->pages_populated;
+				info[n].fault_ns_total = e->fault_ns_total;
+				info[n].fault_ns_max = e->fault_ns_max;
+			}
+			n++;
+		}
+	} while (rr->more);
+	pthread_mutex_unlock(&lib_lock);
+	/* All there are; the first max of them were filled in. */
+	*count = n;
+	return (error);
 }

@@ -14,11 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HPZ_PROTOCOL_VERSION	1
+#include "hpz.h"
+
+#define HPZ_PROTOCOL_VERSION	2
 #define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
 
 /* No valid message is larger; receivers read one byte more to see excess. */
-#define HPZ_MSG_MAX		512
+#define HPZ_MSG_MAX		4096
 #define HPZ_REPLY_TEXT		192
 #define HPZ_REGISTER_NFDS	2
 
@@ -27,8 +29,10 @@ enum hpz_msg_type {
 	HPZ_MSG_UNREGISTER = 2,		/* client: struct hpz_msg_range */
 	HPZ_MSG_RESET = 3,		/* client: struct hpz_msg_range */
 	HPZ_MSG_STATUS = 4,		/* client: header only */
+	HPZ_MSG_REGIONS = 5,		/* client: struct hpz_msg_regions */
 	HPZ_MSG_REPLY = 64,		/* daemon: struct hpz_msg_reply */
 	HPZ_MSG_STATUS_REPLY = 65,	/* daemon: struct hpz_msg_status_reply */
+	HPZ_MSG_REGIONS_REPLY = 66,	/* daemon: struct hpz_msg_regions_reply */
 };
 
 struct hpz_msg_header {
@@ -88,8 +92,53 @@ struct hpz_msg_status_reply {
 	uint64_t	clients_dropped;
 	uint64_t	fault_ns_total;
 	uint64_t	fault_ns_max;
+	/* Clearing engine. */
+	char		clear_kernel[16];	/* NUL-terminated */
+	char		hot_kernel[16];		/* NUL-terminated */
+	uint64_t	clear_mbps;		/* bulk kernel, measured at start */
+	uint64_t	hot_size;
+	uint64_t	extent_max;
+	uint64_t	bulk_bytes;
+	uint64_t	bulk_ns;
+	uint64_t	hot_bytes;
+	uint64_t	hot_ns;
+	uint64_t	faults_coalesced;
+	uint64_t	jobs_split;
+	uint64_t	faults_polled;
+	uint64_t	latency_hist[HPZ_LATENCY_BUCKETS];
 };
 
+/* Ask for the regions (the caller's uid's, or all for root) after an id. */
+struct hpz_msg_regions {
+	struct hpz_msg_header hdr;
+	uint64_t	after_id;
+};
+
+#define HPZ_REGIONS_PER_REPLY	16
+struct hpz_msg_region_info {
+	uint64_t	id;
+	int32_t		pid;
+	uint32_t	uid;
+	uint32_t	flags;
+	uint32_t	reserved;
+	uint64_t	addr;
+	uint64_t	len;
+	uint64_t	page_size;
+	uint64_t	faults;
+	uint64_t	pages_cleared;
+	uint64_t	pages_populated;
+	uint64_t	fault_ns_total;
+	uint64_t	fault_ns_max;
+};
+
+struct hpz_msg_regions_reply {
+	struct hpz_msg_header hdr;
+	uint32_t	count;		/* entries used */
+	uint32_t	more;		/* 1: ask again after the last id */
+	struct hpz_msg_region_info r[HPZ_REGIONS_PER_REPLY];
+};
+
+_Static_assert(sizeof(struct hpz_msg_regions_reply) <= HPZ_MSG_MAX, "regions");
 _Static_assert(sizeof(struct hpz_msg_register) <= HPZ_MSG_MAX, "register");
 _Static_assert(sizeof(struct hpz_msg_reply) <= HPZ_MSG_MAX, "reply");
 _Static_assert(sizeof(struct hpz_msg_status_reply) <= HPZ_MSG_MAX, "status");
@@ -102,6 +151,8 @@ struct hpz_msg {
 		struct hpz_msg_range		range;
 		struct hpz_msg_reply		reply;
 		struct hpz_msg_status_reply	status;
+		struct hpz_msg_regions		regions;
+		struct hpz_msg_regions_reply	regions_reply;
 		unsigned char			bytes[HPZ_MSG_MAX + 1];
 	} u;
 	size_t		len;

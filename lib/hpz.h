@@ -38,6 +38,8 @@ struct hpz_region {
 	unsigned int	 flags;		/* HPZ_DISCARD: the current contents are garbage */
 };
 
+#define HPZ_LATENCY_BUCKETS	32	/* bucket i: [2^i, 2^(i+1)) ns */
+
 /* Counters of a running daemon, as hpz_status() returns them. */
 struct hpz_status {
 	char		 version[32];
@@ -61,6 +63,36 @@ struct hpz_status {
 	unsigned long long clients_dropped;
 	unsigned long long fault_ns_total;	/* sum of fault read -> mapped */
 	unsigned long long fault_ns_max;
+	/* The clearing engine. */
+	char		 clear_kernel[16];	/* bulk kernel, e.g. "avx512-nt" */
+	char		 hot_kernel[16];	/* kernel for the neighbourhood */
+	double		 clear_gbs;		/* bulk kernel, measured at start */
+	unsigned long long hot_size;		/* neighbourhood cleared last */
+	unsigned long long extent_max;		/* largest single clear */
+	unsigned long long bulk_bytes;		/* cleared by the bulk kernel */
+	unsigned long long bulk_ns;
+	unsigned long long hot_bytes;		/* cleared by the hot kernel */
+	unsigned long long hot_ns;
+	unsigned long long faults_coalesced;	/* resolved with a neighbour */
+	unsigned long long jobs_split;		/* clears shared by workers */
+	unsigned long long faults_polled;	/* read by a spinning worker */
+	unsigned long long latency_hist[HPZ_LATENCY_BUCKETS];
+};
+
+/* One registered region, as hpz_list_regions() returns it. */
+struct hpz_region_info {
+	unsigned long long id;
+	int		 pid;		/* 0: the client is in another pid ns */
+	unsigned int	 uid;
+	unsigned int	 flags;
+	unsigned long long addr;	/* in the client */
+	unsigned long long len;
+	unsigned long long page_size;
+	unsigned long long faults;
+	unsigned long long pages_cleared;
+	unsigned long long pages_populated;
+	unsigned long long fault_ns_total;
+	unsigned long long fault_ns_max;
 };
 
 int		 hpz_register(const struct hpz_region *region);
@@ -75,6 +107,9 @@ const char	*hpz_strerror(int err);
 const char	*hpz_last_error(void);
 /* Ask the daemon for its counters. */
 int		 hpz_status(struct hpz_status *status);
+/* The daemon's regions (the caller's uid's; all of them for root). */
+int		 hpz_list_regions(struct hpz_region_info *info, size_t max,
+		    size_t *count);
 /* Page size of the file behind fd (hugetlbfs or shmem), or negative errno. */
 long		 hpz_page_size(int fd);
 

@@ -44,6 +44,10 @@ proto_size(uint16_t type)
 		return (sizeof(struct hpz_msg_range));
 	case HPZ_MSG_STATUS:
 		return (sizeof(struct hpz_msg_header));
+	case HPZ_MSG_REGIONS:
+		return (sizeof(struct hpz_msg_regions));
+	case HPZ_MSG_REGIONS_REPLY:
+		return (sizeof(struct hpz_msg_regions_reply));
 	case HPZ_MSG_REPLY:
 		return (sizeof(struct hpz_msg_reply));
 	case HPZ_MSG_STATUS_REPLY:
@@ -64,6 +68,10 @@ proto_type_name(uint16_t type)
 		return ("reset");
 	case HPZ_MSG_STATUS:
 		return ("status");
+	case HPZ_MSG_REGIONS:
+		return ("regions");
+	case HPZ_MSG_REGIONS_REPLY:
+		return ("regions-reply");
 	case HPZ_MSG_REPLY:
 		return ("reply");
 	case HPZ_MSG_STATUS_REPLY:
@@ -187,9 +195,21 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		break;
 	case HPZ_MSG_STATUS_REPLY:
 		if (!proto_terminated(msg->u.status.version,
-		    sizeof(msg->u.status.version)))
+		    sizeof(msg->u.status.version)) ||
+		    !proto_terminated(msg->u.status.clear_kernel,
+		    sizeof(msg->u.status.clear_kernel)) ||
+		    !proto_terminated(msg->u.status.hot_kernel,
+		    sizeof(msg->u.status.hot_kernel)))
 			return (proto_fail(why, whylen, -EBADMSG,
-			    "version string is not terminated"));
+			    "a status string is not terminated"));
+		break;
+	case HPZ_MSG_REGIONS_REPLY:
+		if (msg->u.regions_reply.count > HPZ_REGIONS_PER_REPLY ||
+		    msg->u.regions_reply.more > 1)
+			return (proto_fail(why, whylen, -EBADMSG,
+			    "bad regions reply (count %u, more %u)",
+			    msg->u.regions_reply.count,
+			    msg->u.regions_reply.more));
 		break;
 	}
 	return (0);

@@ -24,7 +24,8 @@
 
 static const uint16_t proto_types[] = {
 	HPZ_MSG_REGISTER, HPZ_MSG_UNREGISTER, HPZ_MSG_RESET, HPZ_MSG_STATUS,
-	HPZ_MSG_REPLY, HPZ_MSG_STATUS_REPLY,
+	HPZ_MSG_REGIONS, HPZ_MSG_REPLY, HPZ_MSG_STATUS_REPLY,
+	HPZ_MSG_REGIONS_REPLY,
 };
 #define NTYPES	(sizeof(proto_types) / sizeof(proto_types[0]))
 
@@ -63,8 +64,11 @@ make_valid(struct hpz_msg *m, uint16_t type)
 	}
 	if (type == HPZ_MSG_REPLY)
 		strcpy(m->u.reply.text, "fine");
-	if (type == HPZ_MSG_STATUS_REPLY)
+	if (type == HPZ_MSG_STATUS_REPLY) {
 		strcpy(m->u.status.version, HPZ_VERSION);
+		strcpy(m->u.status.clear_kernel, "avx512-nt");
+		strcpy(m->u.status.hot_kernel, "rep-stosb");
+	}
 	m->len = len;
 }
 
@@ -154,9 +158,9 @@ Test(proto, size_of_each_type)
 	cr_expect_eq(proto_size(HPZ_MSG_STATUS_REPLY),
 	    sizeof(struct hpz_msg_status_reply));
 	cr_expect_eq(proto_size(0), 0);
-	cr_expect_eq(proto_size(5), 0);
+	cr_expect_eq(proto_size(6), 0);
 	cr_expect_eq(proto_size(63), 0);
-	cr_expect_eq(proto_size(66), 0);
+	cr_expect_eq(proto_size(67), 0);
 	cr_expect_eq(proto_size(UINT16_MAX), 0);
 }
 
@@ -170,7 +174,7 @@ Test(proto, type_names)
 	cr_expect_str_eq(proto_type_name(HPZ_MSG_STATUS_REPLY),
 	    "status-reply");
 	cr_expect_str_eq(proto_type_name(0), "unknown");
-	cr_expect_str_eq(proto_type_name(66), "unknown");
+	cr_expect_str_eq(proto_type_name(67), "unknown");
 	cr_expect_str_eq(proto_type_name(UINT16_MAX), "unknown");
 }
 
@@ -250,7 +254,7 @@ Test(proto, wrong_version)
 
 Test(proto, unknown_type)
 {
-	static const uint16_t	types[] = { 0, 5, 63, 66, UINT16_MAX };
+	static const uint16_t	types[] = { 0, 6, 63, 67, UINT16_MAX };
 	struct hpz_msg		m;
 	size_t			i;
 	char			what[32];
