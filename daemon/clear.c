@@ -19,7 +19,6 @@
 
 #include "hpzerod.h"
 
-#define CLEAR_SUBPAGE		4096UL
 #define CLEAR_CAL_SIZE		(64UL << 20)	/* past the LLC: NT pays */
 #define CLEAR_CAL_ROUNDS_MIN	3
 #define CLEAR_CAL_ROUNDS_MAX	32
@@ -498,30 +497,6 @@ clear_range(void *p, size_t len)
 	clear_fence();
 }
 
-/* Where the hot neighbourhood of a fault lies: the faulting 4 KiB subpage
- * and hot_size/2 (rounded up to 4 KiB) either side, clipped to the page. */
-void
-clear_window(size_t page_size, size_t fault_off, size_t hot_size,
-    size_t *start, size_t *len)
-{
-	size_t	sub, end, half;
-
-	if (page_size == 0) {
-		*start = *len = 0;
-		return;
-	}
-	if (fault_off >= page_size)
-		fault_off = page_size - 1;
-	sub = fault_off & ~(CLEAR_SUBPAGE - 1);
-	half = hot_size / 2;
-	half = (half + CLEAR_SUBPAGE - 1) & ~(CLEAR_SUBPAGE - 1);
-	/* Compare, never add past page_size: hot_size may be huge. */
-	*start = sub > half ? sub - half : 0;
-	end = page_size - sub > CLEAR_SUBPAGE ? sub + CLEAR_SUBPAGE : page_size;
-	end = page_size - end > half ? end + half : page_size;
-	*len = end - *start;
-}
-
 /* Clear a page so that the fault's neighbourhood is written last, with
  * ordinary stores, and is still in the cache when the client resumes. */
 void
@@ -530,7 +505,7 @@ clear_page(void *page, size_t page_size, size_t fault_off, size_t hot_size)
 	char	*c = page;
 	size_t	 start, len, end;
 
-	clear_window(page_size, fault_off, hot_size, &start, &len);
+	plan_window(page_size, fault_off, hot_size, &start, &len);
 	end = start + len;
 	if (start != 0 || end != page_size) {
 		/* The piece farther from the fault goes first. */

@@ -28,6 +28,7 @@ static const struct option hpzd_options[] = {
 	{ "extent",	required_argument,	NULL, 'e' },
 	{ "spin-us",	required_argument,	NULL, 'p' },
 	{ "route",	required_argument,	NULL, 'r' },
+	{ "split",	required_argument,	NULL, 'S' },
 	{ "debug",	no_argument,		NULL, 'd' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -52,6 +53,8 @@ hpzd_usage(FILE *f)
 	    "                          LLC share of one CPU)\n"
 	    "      --spin-us N         most an idle worker spins (default 50)\n"
 	    "      --route MODE        reader, thread or hash (default reader)\n"
+	    "      --split on|off      share a page's clear with workers\n"
+	    "                          already spinning (default on)\n"
 	    "  -d, --debug             log debug messages\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              print this help and exit\n",
@@ -136,7 +139,7 @@ main(int argc, char **argv)
 
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	nworkers = ncpu > 0 && ncpu <= HPZD_WORKERS_MAX ? (int)ncpu : 1;
-	while ((ch = getopt_long(argc, argv, "s:w:k:K:H:e:p:r:dVh", hpzd_options,
+	while ((ch = getopt_long(argc, argv, "s:w:k:K:H:e:p:r:S:dVh", hpzd_options,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 's':
@@ -195,6 +198,17 @@ main(int argc, char **argv)
 			else {
 				fprintf(stderr, "hpzerod: --route must be "
 				    "reader, thread or hash\n");
+				return (2);
+			}
+			break;
+		case 'S':
+			if (strcmp(optarg, "on") == 0)
+				cfg.split = 1;
+			else if (strcmp(optarg, "off") == 0)
+				cfg.split = 0;
+			else {
+				fprintf(stderr, "hpzerod: --split must be "
+				    "on or off\n");
 				return (2);
 			}
 			break;

@@ -190,6 +190,8 @@ struct worker_config {
 	enum worker_route_mode	 route;
 	uint64_t		 hot_size;	/* neighbourhood cleared last */
 	uint64_t		 extent_max;	/* 0: from the LLC share */
+	int			 split;		/* share a page with spinning
+						   workers */
 };
 extern struct worker_config	 worker_config;
 
@@ -291,7 +293,9 @@ void		 worker_submit(struct work *, int fault_cpu, int page_node);
 void		 worker_push(struct worker *, struct work *);
 size_t		 worker_take(struct worker *, int (*match)(struct work *,
 		    void *), void *arg, struct work **out, size_t max);
-int		 worker_assist(struct job *, struct region *, struct worker *self);
+int		 worker_assist(struct job *, struct region *, struct worker *self,
+		    int awake_only);
+int		 worker_spinning(const struct worker *self);
 void		 worker_poll_add(struct region *);
 void		 worker_poll_remove(struct region *);
 int		 worker_id(const struct worker *);
@@ -327,8 +331,6 @@ void		 clear_fence(void);
 void		 clear_range(void *p, size_t len);
 void		 clear_page(void *page, size_t page_size, size_t fault_off,
 		    size_t hot_size);
-void		 clear_window(size_t page_size, size_t fault_off,
-		    size_t hot_size, size_t *start, size_t *len);
 
 /* control.c */
 extern struct clients	 control_clients;

@@ -21,29 +21,27 @@ plan_extent_max(uint64_t llc_share)
 
 /*
  * The hot window of a fault: the faulting 4 KiB subpage and hot/2 on each
- * side, in whole subpages, inside [0, page_size).
+ * side, in whole subpages, inside [0, page_size).  Compares rather than
+ * adds past page_size, so any hot size is safe.
  */
 void
 plan_window(uint64_t page_size, uint64_t fault_off, uint64_t hot,
     uint64_t *start, uint64_t *len)
 {
-	uint64_t	sub, lo, hi, half;
+	uint64_t	sub, end, half;
 
-	if (page_size <= PLAN_SUBPAGE) {
-		*start = 0;
-		*len = page_size;
+	if (page_size == 0) {
+		*start = *len = 0;
 		return;
 	}
 	if (fault_off >= page_size)
 		fault_off = page_size - 1;
 	sub = fault_off & ~(PLAN_SUBPAGE - 1);
 	half = (hot / 2 + PLAN_SUBPAGE - 1) & ~(PLAN_SUBPAGE - 1);
-	lo = sub > half ? sub - half : 0;
-	hi = sub + PLAN_SUBPAGE + half;
-	if (hi > page_size || hi < sub)
-		hi = page_size;
-	*start = lo;
-	*len = hi - lo;
+	*start = sub > half ? sub - half : 0;
+	end = page_size - sub > PLAN_SUBPAGE ? sub + PLAN_SUBPAGE : page_size;
+	end = page_size - end > half ? end + half : page_size;
+	*len = end - *start;
 }
 
 /*

@@ -232,6 +232,15 @@ uffd_extent_max(void)
 	return (plan_extent_max(topo.llc_share));
 }
 
+/* A page cut in n pieces of whole subpages, none under the minimum. */
+static uint64_t
+uffd_piece(uint64_t page_size, int n)
+{
+	uint64_t	piece = (page_size / (uint64_t)n + 4095) & ~4095ULL;
+
+	return (piece < PLAN_EXTENT_MIN ? PLAN_EXTENT_MIN : piece);
+}
+
 /* Bulk-clear [p, p+len) and account it. */
 static void
 uffd_bulk(char *p, uint64_t len)
@@ -274,13 +283,15 @@ uffd_assist(struct work *item)
 }
 
 /*
- * Clear one page bigger than an extent (1 GiB): its extents are shared
- * with idle workers of the node, farthest from the fault first; the
- * neighbourhood of the faulting subpage is cleared last, here.
+ * Clear one page as a job shared with other workers: a page bigger than
+ * an extent (1 GiB), in extents, with every idle worker of its node; or a
+ * smaller page cut in as many pieces as there are workers already
+ * spinning.  Farthest from the fault first; the neighbourhood of the
+ * faulting subpage last, here, with ordinary stores.
  */
 static int
 uffd_clear_split(struct worker *self, struct region *r, uint64_t idx,
-    uint64_t fault_off)
+    uint64_t fault_off, uint64_t extent, int awake_only)
 {
 	struct job	*job;
 	uint64_t	 ws, wl, t0;
@@ -290,7 +301,7 @@ uffd_clear_split(struct worker *self, struct region *r, uint64_t idx,
 	if ((job = calloc(1, sizeof(*job))) == NULL)
 		return (-ENOMEM);
 	job->base = page;
-	job->n = plan_split(r->page_size, ws, wl, uffd_extent_max(), job->ext,
+	job->n = plan_split(r->page_size, ws, wl, extent, job->ext,
 	    JOB_EXTENTS_MAX);
 	if (job->n == 0 && r->page_size > wl) {
 		free(job);
@@ -298,7 +309,7 @@ uffd_clear_split(struct worker *self, struct region *r, uint64_t idx,
 	}
 	atomic_init(&job->remaining, job->n);
 	atomic_init(&job->refs, 1);
-	if (worker_assist(job, r, self) > 0)
+	if (worker_assist(job, r, self, awake_only) > 0)
 		atomic_fetch_add(&stats.jobs_split, 1);
 	uffd_job_run(job);
 	while (atomic_load(&job->remaining) != 0)
@@ -308,6 +319,9 @@ uffd_clear_split(struct worker *self, struct region *r, uint64_t idx,
 	clear_hot(page + ws, wl);
 	atomic_fetch_add(&stats.hot_ns, stats_now_ns() - t0);
 	atomic_fetch_add(&stats.hot_bytes, wl);
+	atomic_fetch_add(&stats.pages_cleared, 1);
+	atomic_fetch_add(&stats.bytes_cleared, r->page_size);
+	atomic_fetch_add(&r->cleared, 1);
 	return (0);
 }
 
@@ -408,7 +422,7 @@ uffd_handle(struct worker *self, struct work *first)
 	uint8_t			 was, now, w2;
 	enum page_action	 action;
 	size_t			 nc = 0, k, j;
-	int			 error = 0, took;
+	int			 error = 0, took, helpers;
 
 	if (first->addr < r->addr || first->addr - r->addr >= r->len) {
 		log_warnx("region %llu: fault at 0x%llx outside the region",
@@ -490,7 +504,13 @@ uffd_handle(struct worker *self, struct work *first)
 		break;
 	case ACTION_CLEAR:
 		if (r->page_size > uffd_extent_max())
-			error = uffd_clear_split(self, r, idx, off[0]);
+			error = uffd_clear_split(self, r, idx, off[0],
+			    uffd_extent_max(), 0);
+		else if (lo == hi && worker_config.split &&
+		    r->page_size >= 2 * PLAN_EXTENT_MIN &&
+		    (helpers = worker_spinning(self)) > 0)
+			error = uffd_clear_split(self, r, idx, off[0],
+			    uffd_piece(r->page_size, helpers + 1), 1);
 		else
 			uffd_clear_pages(r, lo, hi, off);
 		if (error == 0)

@@ -42,6 +42,7 @@ struct worker_config	 worker_config = {
 	.route = ROUTE_READER,
 	.hot_size = PLAN_HOT_DEFAULT,
 	.extent_max = 0,
+	.split = 1,
 };
 
 static struct worker	*workers;
@@ -188,7 +189,8 @@ worker_submit(struct work *item, int fault_cpu, int page_node)
  * reference to the job.  Returns how many were asked.
  */
 int
-worker_assist(struct job *job, struct region *r, struct worker *self)
+worker_assist(struct job *job, struct region *r, struct worker *self,
+    int awake_only)
 {
 	struct work	*item;
 	int		 i, asked = 0, node;
@@ -196,6 +198,8 @@ worker_assist(struct job *job, struct region *r, struct worker *self)
 	node = region_page_node(r, 0);
 	for (i = 0; i < nworkers; i++) {
 		if (&workers[i] == self || !atomic_load(&workers[i].idle))
+			continue;
+		if (awake_only && atomic_load(&workers[i].sleeping))
 			continue;
 		if (node >= 0 && workers[i].node != node)
 			continue;
@@ -209,6 +213,19 @@ worker_assist(struct job *job, struct region *r, struct worker *self)
 		asked++;
 	}
 	return (asked);
+}
+
+/* Workers other than self idle and spinning (not asleep) right now. */
+int
+worker_spinning(const struct worker *self)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < nworkers; i++)
+		if (&workers[i] != self && atomic_load(&workers[i].idle) &&
+		    !atomic_load(&workers[i].sleeping))
+			n++;
+	return (n);
 }
 
 void

@@ -1,0 +1,641 @@
+/*
+ * test-clear.c - unit tests of the clear kernels: every byte asked for is
+ * zero and not one byte outside is touched, at any alignment and length;
+ * the hot window's arithmetic and its place last in clear_page; the choice
+ * of kernels in clear_init.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+
+#include <criterion/criterion.h>
+
+#include "hpzerod.h"
+
+#define KiB		1024UL
+#define MiB		(1024UL * KiB)
+#define GiB		(1024UL * MiB)
+#define GUARD		(4 * KiB)
+#define PATTERN		0xa5
+#define MAXOFF		64
+#define MAXLEN		(2 * MiB + 5)
+
+static const size_t	lens[] = { 0, 1, 7, 63, 64, 65, 127, 4095, 4096,
+			    4097, 65536 + 13, 2 * MiB + 5 };
+static const size_t	offs[] = { 0, 1, 8, 31, 63, 64 };
+
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* --- helpers ------------------------------------------------------------ */
+
+/* A page-aligned buffer with room for GUARD bytes either side of size. */
+static unsigned char *
+buf_get(size_t size)
+{
+	void	*b;
+
+	b = mmap(NULL, size + 2 * GUARD + MAXOFF, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(b, MAP_FAILED, "mmap: %s", strerror(errno));
+	return (b);
+}
+
+static void
+buf_put(unsigned char *b, size_t size)
+{
+	munmap(b, size + 2 * GUARD + MAXOFF);
+}
+
+/* Index of the first byte in [p, p+len) that is not v, or len. */
+static size_t
+first_not(const unsigned char *p, size_t len, unsigned char v)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++) {
+		if (p[i] != v)
+			break;
+	}
+	return (i);
+}
+
+/* p was filled with PATTERN from p-GUARD to p+len+GUARD, then cleared:
+ * the range is zero, the guards untouched. */
+static void
+expect_cleared(const unsigned char *p, size_t len, const char *what)
+{
+	size_t	i;
+
+	i = first_not(p, len, 0);
+	cr_expect_eq(i, len, "%s: byte %zu of %zu is 0x%02x, not 0", what, i,
+	    len, i < len ? p[i] : 0);
+	i = first_not(p - GUARD, GUARD, PATTERN);
+	cr_expect_eq(i, GUARD, "%s: wrote %zu bytes before the range", what,
+	    GUARD - i);
+	i = first_not(p + len, GUARD, PATTERN);
+	cr_expect_eq(i, GUARD, "%s: wrote the byte %zu past the end", what, i);
+}
+
+/* Every length at every offset, with guards, for one kernel. */
+static void
+check_kernel(const struct clear_kernel *k)
+{
+	unsigned char	*b, *p;
+	char		 what[128];
+	size_t		 li, oi;
+
+	b = buf_get(MAXLEN);
+	for (li = 0; li < nitems(lens); li++) {
+		for (oi = 0; oi < nitems(offs); oi++) {
+			p = b + GUARD + offs[oi];
+			memset(p - GUARD, PATTERN, lens[li] + 2 * GUARD);
+			k->fn(p, lens[li]);
+			clear_fence();
+			snprintf(what, sizeof(what), "%s len %zu off %zu",
+			    k->name, lens[li], offs[oi]);
+			expect_cleared(p, lens[li], what);
+		}
+	}
+	buf_put(b, MAXLEN);
+}
+
+static void
+check_kind(enum clear_kind kind)
+{
+	const struct clear_kernel	*k;
+
+	k = clear_kernel(kind);
+	cr_assert_not_null(k);
+	if (!clear_supported(kind))
+		cr_skip_test("%s is not supported by this CPU", k->name);
+	check_kernel(k);
+}
+
+/* Independent model of the window: whole subpages within ceil(hot/2)
+ * subpages of the faulting one, inside the page. */
+static void
+model_window(size_t ps, size_t off, size_t hot, size_t *start, size_t *len)
+{
+	size_t	fsub, nsub, first, last, nsubs, end;
+
+	if (off >= ps)
+		off = ps - 1;
+	fsub = off / 4096;
+	nsub = (hot / 2 + 4095) / 4096;
+	nsubs = (ps + 4095) / 4096;
+	first = fsub > nsub ? fsub - nsub : 0;
+	last = nsubs - 1 - fsub > nsub ? fsub + nsub : nsubs - 1;
+	end = (last + 1) * 4096;
+	if (end > ps)
+		end = ps;
+	*start = first * 4096;
+	*len = end - *start;
+}
+
+static void
+expect_window(size_t ps, size_t off, size_t hot)
+{
+	size_t	s, l, ms, ml, f;
+
+	plan_window(ps, off, hot, &s, &l);
+	model_window(ps, off, hot, &ms, &ml);
+	cr_expect(s == ms && l == ml, "window(ps %zu, off %zu, hot %zu) = "
+	    "[%zu, +%zu), want [%zu, +%zu)", ps, off, hot, s, l, ms, ml);
+	f = off < ps ? off : ps - 1;
+	cr_expect(s <= f && f < s + l && s + l <= ps && s % 4096 == 0,
+	    "window(ps %zu, off %zu, hot %zu) = [%zu, +%zu) misses the "
+	    "fault or the page", ps, off, hot, s, l);
+}
+
+/* Fill a page and its guards, clear_page it, check it all. */
+static void
+check_page(size_t ps, size_t off, size_t hot)
+{
+	unsigned char	*b, *p;
+	char		 what[128];
+
+	b = buf_get(ps);
+	p = b + GUARD;
+	memset(b, PATTERN, ps + 2 * GUARD);
+	clear_page(p, ps, off, hot);
+	snprintf(what, sizeof(what), "clear_page(ps %zu, off %zu, hot %zu) "
+	    "bulk %s hot %s", ps, off, hot, clear_bulk_kernel->name,
+	    clear_hot_kernel->name);
+	expect_cleared(p, ps, what);
+	buf_put(b, ps);
+}
+
+static void
+check_pages(void)
+{
+	check_page(2 * MiB, 0, 64 * KiB);
+	check_page(2 * MiB, 2 * MiB - 1, 64 * KiB);
+	check_page(2 * MiB, 1 * MiB + 5, 64 * KiB);
+	check_page(2 * MiB, 4096 * 3 + 1234, 64 * KiB);
+	check_page(2 * MiB, 4096 * 3 + 1234, 0);
+	check_page(2 * MiB, 4096 * 3 + 1234, 4 * MiB);
+	check_page(2 * MiB, 2 * MiB + 7, 64 * KiB);
+	check_page(2 * MiB, 777777, SIZE_MAX);
+	check_page(4096, 0, 64 * KiB);
+	check_page(4096, 4095, 0);
+	check_page(4096, 5000, 64 * KiB);
+}
+
+/* A recording kernel: which ranges clear_page asked for, in order. */
+struct call {
+	int	 hot;
+	size_t	 off;
+	size_t	 len;
+};
+static struct call	 calls[8];
+static int		 ncalls;
+static unsigned char	*rec_page;
+
+static void
+rec_call(int hot, void *p, size_t len)
+{
+	memset(p, 0, len);
+	if (ncalls < (int)nitems(calls)) {
+		calls[ncalls].hot = hot;
+		calls[ncalls].off = (size_t)((unsigned char *)p - rec_page);
+		calls[ncalls].len = len;
+	}
+	ncalls++;
+}
+
+static void
+rec_bulk(void *p, size_t len)
+{
+	rec_call(0, p, len);
+}
+
+static void
+rec_hot(void *p, size_t len)
+{
+	rec_call(1, p, len);
+}
+
+static const struct clear_kernel rec_bulk_kernel = {
+	"rec-bulk", CLEAR_AVX512_NT, 1, rec_bulk
+};
+static const struct clear_kernel rec_hot_kernel = {
+	"rec-hot", CLEAR_MEMSET, 0, rec_hot
+};
+
+/* The bulk calls cover the rest (the larger piece first), the hot call
+ * comes last and covers exactly the window. */
+static void
+check_order(size_t ps, size_t off, size_t hot)
+{
+	unsigned char	*b;
+	size_t		 s, l, covered;
+	int		 i;
+
+	b = buf_get(ps);
+	rec_page = b + GUARD;
+	clear_bulk_kernel = &rec_bulk_kernel;
+	clear_hot_kernel = &rec_hot_kernel;
+	ncalls = 0;
+	clear_page(rec_page, ps, off, hot);
+	plan_window(ps, off, hot, &s, &l);
+
+	cr_assert(ncalls >= 1 && ncalls <= 3, "%d calls", ncalls);
+	cr_expect_eq(calls[ncalls - 1].hot, 1, "the last call is not hot");
+	cr_expect_eq(calls[ncalls - 1].off, s);
+	cr_expect_eq(calls[ncalls - 1].len, l);
+	covered = l;
+	for (i = 0; i < ncalls - 1; i++) {
+		cr_expect_eq(calls[i].hot, 0, "call %d is hot", i);
+		covered += calls[i].len;
+		cr_expect(calls[i].off == 0 || calls[i].off == s + l,
+		    "bulk call %d at %zu", i, calls[i].off);
+	}
+	cr_expect_eq(covered, ps, "ps %zu off %zu hot %zu: %zu covered", ps,
+	    off, hot, covered);
+	if (ncalls == 3)
+		cr_expect_geq(calls[0].len, calls[1].len,
+		    "the nearer piece went first");
+	buf_put(b, ps);
+}
+
+static double
+now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6);
+}
+
+/* --- the kernels -------------------------------------------------------- */
+
+Test(kernel, avx512_nt)
+{
+	check_kind(CLEAR_AVX512_NT);
+}
+
+Test(kernel, avx2_nt)
+{
+	check_kind(CLEAR_AVX2_NT);
+}
+
+Test(kernel, sse2_nt)
+{
+	check_kind(CLEAR_SSE2_NT);
+}
+
+Test(kernel, rep_stosb)
+{
+	check_kind(CLEAR_REP_STOSB);
+}
+
+Test(kernel, memset)
+{
+	check_kind(CLEAR_MEMSET);
+}
+
+Test(kernel, table)
+{
+	const struct clear_kernel	*k;
+	int				 i;
+
+	for (i = 0; i < CLEAR_NKINDS; i++) {
+		k = clear_kernel((enum clear_kind)i);
+		cr_assert_not_null(k);
+		cr_expect_eq(k->kind, (enum clear_kind)i);
+		cr_expect_eq(clear_kernel_by_name(k->name), k, "%s", k->name);
+		cr_expect_eq(k->nontemporal, i <= CLEAR_SSE2_NT, "%s",
+		    k->name);
+		cr_expect_not_null(k->fn);
+	}
+	cr_expect_str_eq(clear_kernel(CLEAR_AVX512_NT)->name, "avx512-nt");
+	cr_expect_str_eq(clear_kernel(CLEAR_AVX2_NT)->name, "avx2-nt");
+	cr_expect_str_eq(clear_kernel(CLEAR_SSE2_NT)->name, "sse2-nt");
+	cr_expect_str_eq(clear_kernel(CLEAR_REP_STOSB)->name, "rep-stosb");
+	cr_expect_str_eq(clear_kernel(CLEAR_MEMSET)->name, "memset");
+	cr_expect_null(clear_kernel(CLEAR_NKINDS));
+	cr_expect_null(clear_kernel_by_name(NULL));
+	cr_expect_null(clear_kernel_by_name(""));
+	cr_expect_null(clear_kernel_by_name("avx512"));
+	cr_expect_null(clear_kernel_by_name("memset "));
+}
+
+Test(kernel, supported)
+{
+	cr_expect(clear_supported(CLEAR_MEMSET));
+	cr_expect_not(clear_supported(CLEAR_NKINDS));
+#if defined(__x86_64__)
+	cr_expect(clear_supported(CLEAR_SSE2_NT));
+	cr_expect(clear_supported(CLEAR_REP_STOSB));
+	/* libgcc checks XCR0 as well: the two must agree. */
+	cr_expect_eq(clear_supported(CLEAR_AVX2_NT),
+	    __builtin_cpu_supports("avx2") != 0);
+	cr_expect_eq(clear_supported(CLEAR_AVX512_NT),
+	    __builtin_cpu_supports("avx512f") != 0);
+#else
+	cr_expect_not(clear_supported(CLEAR_AVX512_NT));
+	cr_expect_not(clear_supported(CLEAR_REP_STOSB));
+#endif
+}
+
+/* Before clear_init the entry points already work, with memset. */
+Test(kernel, defaults)
+{
+	unsigned char	*b, *p;
+
+	cr_assert_not_null(clear_bulk_kernel);
+	cr_assert_not_null(clear_hot_kernel);
+	cr_expect_str_eq(clear_bulk_kernel->name, "memset");
+	cr_expect_str_eq(clear_hot_kernel->name, "memset");
+
+	b = buf_get(MAXLEN);
+	p = b + GUARD + 3;
+	memset(b, PATTERN, MAXLEN + 2 * GUARD);
+	clear_range(p, 65536 + 13);
+	expect_cleared(p, 65536 + 13, "clear_range");
+	memset(b, PATTERN, MAXLEN + 2 * GUARD);
+	clear_bulk(p, 4097);
+	clear_fence();
+	expect_cleared(p, 4097, "clear_bulk");
+	memset(b, PATTERN, MAXLEN + 2 * GUARD);
+	clear_hot(p, 63);
+	expect_cleared(p, 63, "clear_hot");
+	buf_put(b, MAXLEN);
+	check_pages();
+}
+
+/* --- the window --------------------------------------------------------- */
+
+Test(window, examples)
+{
+	size_t	s, l;
+
+	/* The faulting 4 KiB +- 32 KiB in the middle of a 2 MiB page. */
+	plan_window(2 * MiB, MiB + 5, 64 * KiB, &s, &l);
+	cr_expect_eq(s, MiB - 32 * KiB);
+	cr_expect_eq(l, 68 * KiB);
+	/* Clipped at the start. */
+	plan_window(2 * MiB, 4096 * 3 + 1234, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 4 * 4096 + 32 * KiB);
+	/* Clipped at the end. */
+	plan_window(2 * MiB, 2 * MiB - 1, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 2 * MiB - 36 * KiB);
+	cr_expect_eq(l, 36 * KiB);
+	/* Beyond the page counts as its last byte. */
+	plan_window(2 * MiB, 5 * MiB, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 2 * MiB - 36 * KiB);
+	cr_expect_eq(l, 36 * KiB);
+	/* hot_size 0: the subpage alone. */
+	plan_window(2 * MiB, 4096 * 3 + 1234, 0, &s, &l);
+	cr_expect_eq(s, 4096 * 3);
+	cr_expect_eq(l, 4096);
+	/* Half a window of 1 byte still rounds up to a subpage. */
+	plan_window(2 * MiB, 4096 * 3, 2, &s, &l);
+	cr_expect_eq(s, 4096 * 2);
+	cr_expect_eq(l, 3 * 4096);
+	/* Larger than the page: the whole page. */
+	plan_window(2 * MiB, 4096 * 3 + 1234, 4 * MiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 2 * MiB);
+	plan_window(2 * MiB, 1, SIZE_MAX, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 2 * MiB);
+	/* A shmem page is all window. */
+	plan_window(4096, 100, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 4096);
+	plan_window(4096, 0, 0, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 4096);
+	/* No page, no window. */
+	plan_window(0, 0, 64 * KiB, &s, &l);
+	cr_expect_eq(l, 0);
+	/* 1 GiB, near its end, no overflow with a huge window. */
+	plan_window(GiB, GiB - 4096, SIZE_MAX - 1, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, GiB);
+}
+
+/* Every fault offset of small pages against a set of window sizes. */
+Test(window, exhaustive_small)
+{
+	static const size_t	pss[] = { 4096, 8192, 3 * 4096, 64 * KiB };
+	static const size_t	hots[] = { 0, 1, 2, 4095, 4096, 8191, 8192,
+				    8193, 16384, 65536, 65537, 1 * MiB,
+				    SIZE_MAX / 2, SIZE_MAX };
+	size_t			pi, hi, off;
+
+	for (pi = 0; pi < nitems(pss); pi++)
+		for (hi = 0; hi < nitems(hots); hi++)
+			for (off = 0; off <= pss[pi] + 1; off++)
+				expect_window(pss[pi], off, hots[hi]);
+}
+
+/* The edges of big pages. */
+Test(window, edges_big)
+{
+	static const size_t	pss[] = { 2 * MiB, GiB };
+	static const size_t	hots[] = { 0, 1, 4096, 8192, 65536, 65536 + 1,
+				    MiB, 2 * MiB, 4 * MiB, GiB, SIZE_MAX };
+	size_t			pi, hi, oi, ps;
+
+	for (pi = 0; pi < nitems(pss); pi++) {
+		ps = pss[pi];
+		size_t	offs_e[] = { 0, 1, 4095, 4096, 4097, 32767, 32768,
+			    36863, 36864, ps / 2 - 1, ps / 2, ps - 36865,
+			    ps - 36864, ps - 4097, ps - 4096, ps - 4095,
+			    ps - 1, ps, ps + 1, SIZE_MAX };
+
+		for (hi = 0; hi < nitems(hots); hi++)
+			for (oi = 0; oi < nitems(offs_e); oi++)
+				expect_window(ps, offs_e[oi], hots[hi]);
+	}
+}
+
+/* --- clear_page --------------------------------------------------------- */
+
+Test(page, order)
+{
+	check_order(2 * MiB, MiB + 5, 64 * KiB);
+	check_order(2 * MiB, 100 * KiB, 64 * KiB);
+	check_order(2 * MiB, 2 * MiB - 100 * KiB, 64 * KiB);
+	check_order(2 * MiB, 0, 64 * KiB);
+	check_order(2 * MiB, 2 * MiB - 1, 64 * KiB);
+	check_order(2 * MiB, 4096 * 3 + 1234, 0);
+	check_order(2 * MiB, 4096 * 3 + 1234, 4 * MiB);
+	check_order(4096, 17, 64 * KiB);
+	/* Nothing bulk, so one call: the page itself, hot. */
+	check_order(4096, 0, 0);
+}
+
+/* Every supported bulk kernel, with both hot kernels. */
+Test(page, all_kernels, .timeout = 60)
+{
+	static const char	*hots[] = { "rep-stosb", "memset" };
+	char			 why[256];
+	size_t			 hi;
+	int			 i;
+
+	for (i = 0; i < CLEAR_NKINDS; i++) {
+		if (!clear_supported((enum clear_kind)i))
+			continue;
+		for (hi = 0; hi < nitems(hots); hi++) {
+			if (!clear_supported(clear_kernel_by_name(hots[hi])->
+			    kind))
+				continue;
+			cr_assert_eq(clear_init(clear_kernel((enum clear_kind)
+			    i)->name, hots[hi], why, sizeof(why)), 0, "%s",
+			    why);
+			check_pages();
+		}
+	}
+}
+
+/* --- clear_init --------------------------------------------------------- */
+
+Test(init, automatic)
+{
+	const struct clear_kernel	*b, *h;
+	char				 why[512];
+	double				 t0, ms;
+	int				 i;
+
+	t0 = now_ms();
+	cr_assert_eq(clear_init(NULL, NULL, why, sizeof(why)), 0, "%s", why);
+	ms = now_ms() - t0;
+	cr_log_info("clear_init(NULL, NULL): %.1f ms: %s", ms, why);
+	b = clear_bulk_kernel;
+	h = clear_hot_kernel;
+	cr_expect(clear_supported(b->kind), "%s", b->name);
+	cr_expect(clear_supported(h->kind), "%s", h->name);
+	cr_expect_not(h->nontemporal, "%s", h->name);
+	cr_expect_gt(clear_calibrated_gbs(b->kind), 0, "%s", b->name);
+	cr_expect_neq(why[0], '\0');
+	cr_expect_not_null(strstr(why, b->name), "%s", why);
+	for (i = 0; i < CLEAR_NKINDS; i++) {
+		const struct clear_kernel	*k;
+		double				 g, gb;
+
+		/* Measured exactly the supported ones; the bulk is the best
+		 * of its sort (within 2%), and ordinary stores only win by
+		 * 25%. */
+		k = clear_kernel((enum clear_kind)i);
+		g = clear_calibrated_gbs(k->kind);
+		gb = clear_calibrated_gbs(b->kind);
+		cr_expect_eq(g > 0, clear_supported(k->kind) != 0, "%s",
+		    k->name);
+		if (k->nontemporal == b->nontemporal)
+			cr_expect_leq(g, gb * 1.02, "%s %.1f > %s %.1f * 1.02",
+			    k->name, g, b->name, gb);
+		else if (b->nontemporal)
+			cr_expect_leq(g, gb * 1.25, "%s %.1f > %s %.1f * 1.25",
+			    k->name, g, b->name, gb);
+		else
+			cr_expect_geq(gb, g * 1.25, "%s %.1f < %s %.1f * 1.25",
+			    b->name, gb, k->name, g);
+	}
+	cr_expect_eq(clear_calibrated_gbs(CLEAR_NKINDS), 0);
+	/* Loose: the budget is ~150 ms, but machines get busy. */
+	cr_expect_lt(ms, 2000, "calibration took %.1f ms", ms);
+	check_pages();
+}
+
+Test(init, named)
+{
+	char	why[256];
+	int	i;
+
+	for (i = 0; i < CLEAR_NKINDS; i++) {
+		const struct clear_kernel	*k;
+
+		k = clear_kernel((enum clear_kind)i);
+		if (!clear_supported(k->kind))
+			continue;
+		cr_expect_eq(clear_init(k->name, NULL, why, sizeof(why)), 0,
+		    "%s: %s", k->name, why);
+		cr_expect_eq(clear_bulk_kernel, k);
+		cr_expect_not(clear_hot_kernel->nontemporal);
+		/* Named, so not measured. */
+		cr_expect_eq(clear_calibrated_gbs(k->kind), 0);
+	}
+	cr_expect_eq(clear_init("memset", "memset", why, sizeof(why)), 0,
+	    "%s", why);
+	cr_expect_str_eq(clear_bulk_kernel->name, "memset");
+	cr_expect_str_eq(clear_hot_kernel->name, "memset");
+	if (clear_supported(CLEAR_REP_STOSB)) {
+		cr_expect_eq(clear_init(NULL, "rep-stosb", why, sizeof(why)),
+		    0, "%s", why);
+		cr_expect_str_eq(clear_hot_kernel->name, "rep-stosb");
+		cr_expect_gt(clear_calibrated_gbs(clear_bulk_kernel->kind), 0);
+	}
+	/* No room for a reason is no reason to fail. */
+	cr_expect_eq(clear_init("memset", "memset", NULL, 0), 0);
+}
+
+Test(init, unknown)
+{
+	const struct clear_kernel	*b, *h;
+	char				 why[256];
+
+	b = clear_bulk_kernel;
+	h = clear_hot_kernel;
+	cr_expect_eq(clear_init("avx1024-nt", NULL, why, sizeof(why)),
+	    -EINVAL);
+	cr_expect_not_null(strstr(why, "unknown"), "%s", why);
+	cr_expect_not_null(strstr(why, "'avx1024-nt'"), "%s", why);
+	cr_expect_not_null(strstr(why, "avx512-nt, avx2-nt, sse2-nt, "
+	    "rep-stosb, memset)"), "%s", why);
+	cr_expect_eq(clear_init(NULL, "zero", why, sizeof(why)), -EINVAL);
+	cr_expect_not_null(strstr(why, "'zero'"), "%s", why);
+	cr_expect_eq(clear_init("", "memset", why, sizeof(why)), -EINVAL);
+	/* Short buffers truncate, never overflow. */
+	memset(why, 'x', sizeof(why));
+	cr_expect_eq(clear_init("nope", NULL, why, 12), -EINVAL);
+	cr_expect_eq(strlen(why), 11);
+	cr_expect_eq(why[12], 'x');
+	cr_expect_eq(clear_init("nope", NULL, NULL, 0), -EINVAL);
+	/* A failed init changes nothing. */
+	cr_expect_eq(clear_bulk_kernel, b);
+	cr_expect_eq(clear_hot_kernel, h);
+}
+
+Test(init, nontemporal_hot)
+{
+	char	why[256];
+	int	i;
+
+	for (i = 0; i <= CLEAR_SSE2_NT; i++) {
+		const char	*name = clear_kernel((enum clear_kind)i)->name;
+
+		why[0] = '\0';
+		cr_expect_eq(clear_init(NULL, name, why, sizeof(why)), -EINVAL,
+		    "%s as hot", name);
+		cr_expect_not_null(strstr(why, "ordinary stores"), "%s", why);
+	}
+	cr_expect_str_eq(clear_hot_kernel->name, "memset");
+}
+
+Test(init, unsupported)
+{
+	char	why[256];
+	int	i, n = 0;
+
+	for (i = 0; i < CLEAR_NKINDS; i++) {
+		const char	*name = clear_kernel((enum clear_kind)i)->name;
+
+		if (clear_supported((enum clear_kind)i))
+			continue;
+		n++;
+		cr_expect_eq(clear_init(name, NULL, why, sizeof(why)), -EINVAL,
+		    "%s", name);
+		cr_expect_not_null(strstr(why, "not supported by this CPU"),
+		    "%s", why);
+		cr_expect_not_null(strstr(why, name), "%s", why);
+	}
+	if (n == 0)
+		cr_skip_test("this CPU supports every kernel");
+}
