@@ -422,7 +422,7 @@ uffd_handle(struct worker *self, struct work *first)
 	uint8_t			 was, now, w2;
 	enum page_action	 action;
 	size_t			 nc = 0, k, j;
-	int			 error = 0, took, helpers;
+	int			 error = 0, took, helpers, waited;
 
 	if (first->addr < r->addr || first->addr - r->addr >= r->len) {
 		log_warnx("region %llu: fault at 0x%llx outside the region",
@@ -432,11 +432,23 @@ uffd_handle(struct worker *self, struct work *first)
 		return;
 	}
 	idx = region_page_index(r, first->addr);
+	waited = 0;
 	while (!state_claim(&r->state[idx], &was)) {
 		/* Another worker owns it; its map will serve us too. */
 		region_wait_page(r, idx);
+		waited = 1;
 	}
 	action = state_fault_action(was, first->kind);
+	/* Raced a fault on the same page that mapped it: just wake. */
+	if (waited && was == PAGE_MAPPED) {
+		state_release(&r->state[idx], was);
+		if ((error = uffd_continue(r, r->addr + idx * r->page_size,
+		    r->page_size)) == 0)
+			uffd_done(r, first, 1);
+		region_work_done(r);
+		free(first);
+		return;
+	}
 	lo = hi = idx;
 	for (k = 0; k < UFFD_COALESCE_MAX; k++)
 		got[k] = NULL;
