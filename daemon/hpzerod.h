@@ -150,7 +150,7 @@ int		 topo_read_llc(const char *root, int cpu, uint64_t *size,
 int		 topo_init(struct topo *, const char *root);
 
 /* A clear too big for one worker: extents taken by several. */
-#define JOB_EXTENTS_MAX		4096
+#define JOB_EXTENTS_MAX		((1ULL << 30) / PLAN_EXTENT_MIN + 2)
 struct job {
 	char			*base;		/* our mapping of the page */
 	size_t			 n;

@@ -1,0 +1,1088 @@
+/*
+ * test-plan.c - unit tests of the pure arithmetic behind a clear: the extent
+ * planner (plan.c), the machine's shape read from a fake sysfs tree
+ * (topo.c), the choice of worker (worker_route) and the latency histogram
+ * bucket (stats_bucket).
+ */
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+
+#include "hpzerod.h"
+
+/* In hpzerod.c, not libhpzd.a: region.o needs hpzd_base, stats.o the other. */
+struct event_base	*hpzd_base;
+uint64_t		 hpzd_start_ns;
+
+#define KiB		1024ULL
+#define MiB		(1024ULL * KiB)
+#define GiB		(1024ULL * MiB)
+#define SUB		4096ULL
+
+#define NEXT		8192	/* room for any split in these tests */
+
+/* --- helpers ------------------------------------------------------------ */
+
+static uint64_t
+round_up(uint64_t v, uint64_t to)
+{
+	return ((v + to - 1) / to * to);
+}
+
+/* Distance of [off, off+len) from [ws, we), 0 when touching or inside. */
+static uint64_t
+distance(uint64_t off, uint64_t len, uint64_t ws, uint64_t we)
+{
+	if (off + len <= ws)
+		return (ws - (off + len));
+	if (off >= we)
+		return (off - we);
+	return (0);
+}
+
+static int
+ext_cmp(const void *a, const void *b)
+{
+	const struct plan_extent	*x = a, *y = b;
+
+	if (x->off != y->off)
+		return (x->off < y->off ? -1 : 1);
+	return (0);
+}
+
+/*
+ * The extents of a split and the window must tile [0, len): no gap, no
+ * overlap, nothing outside; each extent nonempty and at most max; farthest
+ * from the window first.
+ */
+static void
+check_split(uint64_t len, uint64_t ws, uint64_t wl, uint64_t max,
+    const struct plan_extent *ext, size_t n, const char *what)
+{
+	struct plan_extent	*all;
+	uint64_t		 pos, we = ws + wl, d, prev = UINT64_MAX;
+	size_t			 i, m = 0;
+
+	all = calloc(n + 1, sizeof(*all));
+	cr_assert_not_null(all);
+	for (i = 0; i < n; i++) {
+		cr_assert_gt(ext[i].len, 0, "%s: extent %zu is empty", what, i);
+		cr_assert_leq(ext[i].len, max, "%s: extent %zu: %llu > max %llu",
+		    what, i, (unsigned long long)ext[i].len,
+		    (unsigned long long)max);
+		cr_assert_leq(ext[i].off + ext[i].len, len,
+		    "%s: extent %zu [%llu,+%llu) past len %llu", what, i,
+		    (unsigned long long)ext[i].off,
+		    (unsigned long long)ext[i].len, (unsigned long long)len);
+		d = distance(ext[i].off, ext[i].len, ws, we);
+		cr_assert_leq(d, prev, "%s: extent %zu at distance %llu after "
+		    "one at %llu", what, i, (unsigned long long)d,
+		    (unsigned long long)prev);
+		prev = d;
+		all[m++] = ext[i];
+	}
+	if (wl > 0) {
+		all[m].off = ws;
+		all[m].len = wl;
+		m++;
+	}
+	qsort(all, m, sizeof(*all), ext_cmp);
+	for (pos = 0, i = 0; i < m; i++) {
+		cr_assert_eq(all[i].off, pos, "%s: piece %zu starts at %llu, "
+		    "expected %llu (gap or overlap)", what, i,
+		    (unsigned long long)all[i].off, (unsigned long long)pos);
+		pos += all[i].len;
+	}
+	cr_assert_eq(pos, len, "%s: pieces end at %llu, not %llu", what,
+	    (unsigned long long)pos, (unsigned long long)len);
+	/* The last extent touches the window, if there is any extent. */
+	if (n > 0)
+		cr_assert_eq(distance(ext[n - 1].off, ext[n - 1].len, ws, we), 0,
+		    "%s: the last extent does not touch the window", what);
+	free(all);
+}
+
+/* How many extents a split needs: each side of the window on its own. */
+static uint64_t
+split_needed(uint64_t len, uint64_t ws, uint64_t wl, uint64_t max)
+{
+	return ((ws + max - 1) / max + (len - ws - wl + max - 1) / max);
+}
+
+static void
+check_window(uint64_t page, uint64_t fault, uint64_t hot, uint64_t start,
+    uint64_t len)
+{
+	uint64_t	f = fault >= page ? page - 1 : fault;
+	uint64_t	bound = SUB + 2 * round_up(hot / 2, SUB);
+
+	cr_assert_leq(start + len, page, "page %llu fault %llu hot %llu: "
+	    "window [%llu,+%llu) past the page", (unsigned long long)page,
+	    (unsigned long long)fault, (unsigned long long)hot,
+	    (unsigned long long)start, (unsigned long long)len);
+	cr_assert_eq(start % SUB, 0, "fault %llu hot %llu: start %llu "
+	    "unaligned", (unsigned long long)fault, (unsigned long long)hot,
+	    (unsigned long long)start);
+	cr_assert(len % SUB == 0 || start + len == page, "fault %llu hot "
+	    "%llu: len %llu unaligned", (unsigned long long)fault,
+	    (unsigned long long)hot, (unsigned long long)len);
+	cr_assert(f >= start && f < start + len, "fault %llu hot %llu: "
+	    "window [%llu,+%llu) misses it", (unsigned long long)fault,
+	    (unsigned long long)hot, (unsigned long long)start,
+	    (unsigned long long)len);
+	cr_assert_leq(len, bound, "fault %llu hot %llu: len %llu > %llu",
+	    (unsigned long long)fault, (unsigned long long)hot,
+	    (unsigned long long)len, (unsigned long long)bound);
+	/* Clipped only by the page's edges: otherwise exactly the bound. */
+	if (start > 0 && start + len < page)
+		cr_assert_eq(len, bound, "fault %llu hot %llu: unclipped "
+		    "window %llu, expected %llu", (unsigned long long)fault,
+		    (unsigned long long)hot, (unsigned long long)len,
+		    (unsigned long long)bound);
+}
+
+/* --- plan_extent_max ---------------------------------------------------- */
+
+Test(plan, extent_max_below_min)
+{
+	cr_expect_eq(plan_extent_max(0), PLAN_EXTENT_MIN);
+	cr_expect_eq(plan_extent_max(1), PLAN_EXTENT_MIN);
+	cr_expect_eq(plan_extent_max(PLAN_EXTENT_MIN - 1), PLAN_EXTENT_MIN);
+	cr_expect_eq(plan_extent_max(PLAN_EXTENT_MIN), PLAN_EXTENT_MIN);
+}
+
+Test(plan, extent_max_above_max)
+{
+	cr_expect_eq(plan_extent_max(PLAN_EXTENT_MAX), PLAN_EXTENT_MAX);
+	cr_expect_eq(plan_extent_max(PLAN_EXTENT_MAX + 1), PLAN_EXTENT_MAX);
+	cr_expect_eq(plan_extent_max(1 * GiB), PLAN_EXTENT_MAX);
+	cr_expect_eq(plan_extent_max(UINT64_MAX), PLAN_EXTENT_MAX);
+}
+
+Test(plan, extent_max_in_between)
+{
+	uint64_t	v;
+
+	cr_expect_eq(plan_extent_max(16 * MiB), 16 * MiB);
+	cr_expect_eq(plan_extent_max(8 * MiB + 1), 8 * MiB);
+	v = plan_extent_max(32 * MiB / 3);
+	cr_expect_eq(v, (32 * MiB / 3) & ~(SUB - 1), "got %llu",
+	    (unsigned long long)v);
+	cr_expect_eq(v % SUB, 0);
+	cr_expect_leq(v, 32 * MiB / 3);
+	cr_expect_gt(v + SUB, 32 * MiB / 3);
+	cr_expect_eq(plan_extent_max(PLAN_EXTENT_MIN + SUB - 1),
+	    PLAN_EXTENT_MIN);
+}
+
+/* --- plan_window -------------------------------------------------------- */
+
+Test(plan, window_middle_2m)
+{
+	uint64_t	s, l, fault = 1 * MiB + 5 * SUB + 17;
+
+	plan_window(2 * MiB, fault, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 1 * MiB + 5 * SUB - 32 * KiB, "start %llu",
+	    (unsigned long long)s);
+	cr_expect_eq(l, 64 * KiB + SUB, "len %llu", (unsigned long long)l);
+	check_window(2 * MiB, fault, 64 * KiB, s, l);
+}
+
+Test(plan, window_fault_at_zero)
+{
+	uint64_t	s, l;
+
+	plan_window(2 * MiB, 0, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, SUB + 32 * KiB, "len %llu", (unsigned long long)l);
+	check_window(2 * MiB, 0, 64 * KiB, s, l);
+}
+
+Test(plan, window_fault_at_last_byte)
+{
+	uint64_t	s, l;
+
+	plan_window(2 * MiB, 2 * MiB - 1, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 2 * MiB - SUB - 32 * KiB, "start %llu",
+	    (unsigned long long)s);
+	cr_expect_eq(s + l, 2 * MiB);
+	check_window(2 * MiB, 2 * MiB - 1, 64 * KiB, s, l);
+}
+
+Test(plan, window_unaligned_fault)
+{
+	uint64_t	s, l, fault = SUB * 3 + 1234;
+
+	plan_window(2 * MiB, fault, 64 * KiB, &s, &l);
+	/* Subpage 3 less 32 KiB is below 0: clipped. */
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 4 * SUB + 32 * KiB, "len %llu", (unsigned long long)l);
+	check_window(2 * MiB, fault, 64 * KiB, s, l);
+
+	fault = 100 * SUB + 1234;
+	plan_window(2 * MiB, fault, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 100 * SUB - 32 * KiB);
+	cr_expect_eq(l, SUB + 64 * KiB);
+	check_window(2 * MiB, fault, 64 * KiB, s, l);
+}
+
+Test(plan, window_hot_zero)
+{
+	uint64_t	s, l;
+
+	plan_window(2 * MiB, 77 * SUB + 4095, 0, &s, &l);
+	cr_expect_eq(s, 77 * SUB);
+	cr_expect_eq(l, SUB);
+	plan_window(1 * GiB, 0, 0, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, SUB);
+}
+
+Test(plan, window_hot_larger_than_page)
+{
+	uint64_t	s, l;
+
+	plan_window(2 * MiB, 1 * MiB, 4 * MiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 2 * MiB);
+	plan_window(2 * MiB, 12345, UINT64_MAX, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 2 * MiB);
+}
+
+Test(plan, window_fault_past_end)
+{
+	uint64_t	s, l, s2, l2;
+
+	plan_window(2 * MiB, 2 * MiB, 64 * KiB, &s, &l);
+	plan_window(2 * MiB, 2 * MiB - 1, 64 * KiB, &s2, &l2);
+	cr_expect_eq(s, s2);
+	cr_expect_eq(l, l2);
+	plan_window(2 * MiB, UINT64_MAX, 64 * KiB, &s, &l);
+	cr_expect_eq(s, s2);
+	cr_expect_eq(l, l2);
+}
+
+Test(plan, window_small_page)
+{
+	uint64_t	s = 99, l = 99;
+
+	plan_window(4096, 0, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 4096);
+	plan_window(4096, 4095, 0, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 4096);
+	plan_window(4096, 99999, 1 * MiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 4096);
+	/* Smaller than a subpage, or empty: never past the page. */
+	plan_window(100, 50, 0, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 100);
+	plan_window(0, 0, 64 * KiB, &s, &l);
+	cr_expect_eq(s, 0);
+	cr_expect_eq(l, 0);
+}
+
+Test(plan, window_property)
+{
+	static const uint64_t	pages[] = { 8 * KiB, 64 * KiB, 2 * MiB };
+	static const uint64_t	hots[] = { 0, 4096, 8192, 64 * KiB, 1 * MiB };
+	uint64_t		s, l, f;
+	size_t			p, h;
+
+	for (p = 0; p < sizeof(pages) / sizeof(pages[0]); p++)
+		for (h = 0; h < sizeof(hots) / sizeof(hots[0]); h++)
+			for (f = 0; f < pages[p] + 4093; f += 4093) {
+				plan_window(pages[p], f, hots[h], &s, &l);
+				check_window(pages[p], f, hots[h], s, l);
+			}
+	/* 1 GiB: a coarser step, the same rules. */
+	for (h = 0; h < sizeof(hots) / sizeof(hots[0]); h++)
+		for (f = 0; f < 1 * GiB; f += 4093 * 997) {
+			plan_window(1 * GiB, f, hots[h], &s, &l);
+			check_window(1 * GiB, f, hots[h], s, l);
+		}
+}
+
+/* --- plan_split --------------------------------------------------------- */
+
+Test(plan, split_window_middle)
+{
+	struct plan_extent	ext[NEXT];
+	size_t			n;
+
+	n = plan_split(2 * MiB, 1 * MiB - 32 * KiB, 68 * KiB, 256 * KiB, ext,
+	    NEXT);
+	cr_assert_eq(n, split_needed(2 * MiB, 1 * MiB - 32 * KiB, 68 * KiB,
+	    256 * KiB), "n %zu", n);
+	check_split(2 * MiB, 1 * MiB - 32 * KiB, 68 * KiB, 256 * KiB, ext, n,
+	    "middle");
+	/* The first extent is one of the page's ends. */
+	cr_expect(ext[0].off == 0 || ext[0].off + ext[0].len == 2 * MiB);
+}
+
+Test(plan, split_window_at_start)
+{
+	struct plan_extent	ext[NEXT];
+	size_t			n;
+
+	n = plan_split(2 * MiB, 0, 36 * KiB, 512 * KiB, ext, NEXT);
+	cr_assert_eq(n, 4, "n %zu", n);
+	check_split(2 * MiB, 0, 36 * KiB, 512 * KiB, ext, n, "start");
+	cr_expect_eq(ext[0].off + ext[0].len, 2 * MiB);
+	cr_expect_eq(ext[n - 1].off, 36 * KiB);
+}
+
+Test(plan, split_window_at_end)
+{
+	struct plan_extent	ext[NEXT];
+	size_t			n;
+
+	n = plan_split(2 * MiB, 2 * MiB - 36 * KiB, 36 * KiB, 512 * KiB, ext,
+	    NEXT);
+	cr_assert_eq(n, 4, "n %zu", n);
+	check_split(2 * MiB, 2 * MiB - 36 * KiB, 36 * KiB, 512 * KiB, ext, n,
+	    "end");
+	cr_expect_eq(ext[0].off, 0);
+	cr_expect_eq(ext[n - 1].off + ext[n - 1].len, 2 * MiB - 36 * KiB);
+}
+
+Test(plan, split_whole_window)
+{
+	struct plan_extent	ext[4];
+
+	cr_expect_eq(plan_split(2 * MiB, 0, 2 * MiB, 256 * KiB, ext, 4), 0);
+	cr_expect_eq(plan_split(2 * MiB, 0, 2 * MiB, 256 * KiB, ext, 0), 0);
+}
+
+Test(plan, split_1g_16m)
+{
+	static struct plan_extent	ext[NEXT];
+	uint64_t			ws, wl;
+	size_t				n;
+
+	plan_window(1 * GiB, 512 * MiB + 12345, 64 * KiB, &ws, &wl);
+	n = plan_split(1 * GiB, ws, wl, 16 * MiB, ext, NEXT);
+	cr_assert_geq(n, 64, "n %zu", n);
+	cr_assert_leq(n, 66, "n %zu", n);
+	cr_assert_eq(n, split_needed(1 * GiB, ws, wl, 16 * MiB));
+	check_split(1 * GiB, ws, wl, 16 * MiB, ext, n, "1g");
+}
+
+Test(plan, split_nout_too_small)
+{
+	struct plan_extent	ext[NEXT];
+	size_t			need;
+
+	need = split_needed(2 * MiB, 1 * MiB, 68 * KiB, 256 * KiB);
+	cr_assert_gt(need, 2);
+	memset(ext, 0, sizeof(ext));
+	cr_expect_eq(plan_split(2 * MiB, 1 * MiB, 68 * KiB, 256 * KiB, ext,
+	    need - 1), 0);
+	/* Nothing written past nout. */
+	cr_expect_eq(ext[need - 1].len, 0);
+	cr_expect_eq(plan_split(2 * MiB, 1 * MiB, 68 * KiB, 256 * KiB, ext,
+	    0), 0);
+	cr_expect_eq(plan_split(2 * MiB, 1 * MiB, 68 * KiB, 256 * KiB, ext,
+	    need), need);
+}
+
+Test(plan, split_window_beyond_len)
+{
+	struct plan_extent	ext[NEXT];
+
+	cr_expect_eq(plan_split(2 * MiB, 2 * MiB + SUB, SUB, 256 * KiB, ext,
+	    NEXT), 0);
+	cr_expect_eq(plan_split(2 * MiB, 2 * MiB - SUB, 2 * SUB, 256 * KiB,
+	    ext, NEXT), 0);
+	/* wstart + wlen would wrap. */
+	cr_expect_eq(plan_split(2 * MiB, SUB, UINT64_MAX, 256 * KiB, ext,
+	    NEXT), 0);
+}
+
+Test(plan, split_max_zero)
+{
+	struct plan_extent	ext[NEXT];
+
+	cr_expect_eq(plan_split(2 * MiB, 1 * MiB, SUB, 0, ext, NEXT), 0);
+}
+
+Test(plan, split_property)
+{
+	static struct plan_extent	ext[NEXT];
+	static const uint64_t		lens[] = { 64 * KiB, 2 * MiB,
+					    2 * MiB + 4 * KiB, 1 * GiB };
+	static const uint64_t		maxes[] = { 4 * KiB, 60 * KiB,
+					    256 * KiB, 1 * MiB + 4 * KiB,
+					    16 * MiB, 64 * MiB };
+	static const uint64_t		hots[] = { 0, 64 * KiB, 1 * MiB };
+	uint64_t			ws, wl, f, step, need;
+	size_t				li, mi, hi, n;
+	char				what[128];
+
+	for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++)
+	for (mi = 0; mi < sizeof(maxes) / sizeof(maxes[0]); mi++)
+	for (hi = 0; hi < sizeof(hots) / sizeof(hots[0]); hi++) {
+		step = lens[li] / 37 + 1;
+		for (f = 0; f < lens[li]; f += step) {
+			plan_window(lens[li], f, hots[hi], &ws, &wl);
+			need = split_needed(lens[li], ws, wl, maxes[mi]);
+			n = plan_split(lens[li], ws, wl, maxes[mi], ext, NEXT);
+			snprintf(what, sizeof(what), "len %llu max %llu "
+			    "window [%llu,+%llu)",
+			    (unsigned long long)lens[li],
+			    (unsigned long long)maxes[mi],
+			    (unsigned long long)ws, (unsigned long long)wl);
+			if (need > NEXT) {
+				cr_assert_eq(n, 0, "%s: n %zu", what, n);
+				continue;
+			}
+			cr_assert_eq(n, need, "%s: n %zu, need %llu", what, n,
+			    (unsigned long long)need);
+			check_split(lens[li], ws, wl, maxes[mi], ext, n, what);
+		}
+	}
+}
+
+/*
+ * uffd_clear_split() gives a 1 GiB page's extents JOB_EXTENTS_MAX slots and
+ * fails the fault with E2BIG when plan_split() needs more; the smallest
+ * extent the daemon allows must leave room for any fault with the default
+ * hot window.
+ */
+Test(plan, split_1g_fits_job_at_min_extent)
+{
+	static struct plan_extent	ext[JOB_EXTENTS_MAX];
+	uint64_t			ws, wl, f, worst = 0, worst_f = 0, need;
+	size_t				n;
+
+	for (f = 0; f < 1 * GiB; f += 16 * KiB) {
+		plan_window(1 * GiB, f, PLAN_HOT_DEFAULT, &ws, &wl);
+		need = split_needed(1 * GiB, ws, wl, PLAN_EXTENT_MIN);
+		if (need > worst) {
+			worst = need;
+			worst_f = f;
+		}
+	}
+	plan_window(1 * GiB, worst_f, PLAN_HOT_DEFAULT, &ws, &wl);
+	n = plan_split(1 * GiB, ws, wl, PLAN_EXTENT_MIN, ext, JOB_EXTENTS_MAX);
+	cr_expect_leq(worst, JOB_EXTENTS_MAX, "a fault at offset %llu of a "
+	    "1 GiB page needs %llu extents of %llu KiB, JOB_EXTENTS_MAX is %d",
+	    (unsigned long long)worst_f, (unsigned long long)worst,
+	    (unsigned long long)(PLAN_EXTENT_MIN >> 10), JOB_EXTENTS_MAX);
+	cr_expect_neq(n, 0, "plan_split(1 GiB, [%llu,+%llu), %llu, %d) "
+	    "returned 0", (unsigned long long)ws, (unsigned long long)wl,
+	    (unsigned long long)PLAN_EXTENT_MIN, JOB_EXTENTS_MAX);
+}
+
+/* --- plan_sort_by_distance ---------------------------------------------- */
+
+Test(plan, sort_by_distance)
+{
+	struct plan_extent	e[] = {
+		{ 900, 100 },	/* touches the window's start: 0 */
+		{ 0, 100 },	/* 900 before */
+		{ 2000, 100 },	/* touches the window's end: 0 */
+		{ 2500, 100 },	/* 500 after */
+		{ 500, 100 },	/* 400 before */
+		{ 3900, 100 },	/* 1900 after */
+	};
+	static const uint64_t	want[] = { 1900, 900, 500, 400, 0, 0 };
+	size_t			i, n = sizeof(e) / sizeof(e[0]);
+
+	plan_sort_by_distance(e, n, 1000, 2000);
+	for (i = 0; i < n; i++)
+		cr_expect_eq(distance(e[i].off, e[i].len, 1000, 2000), want[i],
+		    "position %zu: extent at %llu", i,
+		    (unsigned long long)e[i].off);
+	cr_expect_eq(e[0].off, 3900);
+	cr_expect_eq(e[1].off, 0);
+	/* Equal distances keep their order (insertion sort is stable). */
+	cr_expect_eq(e[4].off, 900);
+	cr_expect_eq(e[5].off, 2000);
+
+	/* Empty and single lists are left alone. */
+	plan_sort_by_distance(e, 0, 0, 0);
+	plan_sort_by_distance(e, 1, 0, 0);
+	cr_expect_eq(e[0].off, 3900);
+}
+
+/* --- plan_coalesce ------------------------------------------------------ */
+
+Test(plan, coalesce_any_order)
+{
+	static const uint64_t	idx[] = { 12, 8, 10, 11, 9, 9, 14, 7, 11 };
+	uint64_t		lo, hi;
+
+	plan_coalesce(idx, sizeof(idx) / sizeof(idx[0]), 10, 64, &lo, &hi);
+	cr_expect_eq(lo, 7);
+	cr_expect_eq(hi, 12);
+}
+
+Test(plan, coalesce_capped)
+{
+	static const uint64_t	idx[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+	uint64_t		lo, hi, m;
+
+	for (m = 2; m <= 12; m++) {
+		plan_coalesce(idx, sizeof(idx) / sizeof(idx[0]), 6, m, &lo,
+		    &hi);
+		cr_expect_eq(hi - lo + 1, m < 11 ? m : 11, "max %llu: [%llu, "
+		    "%llu]", (unsigned long long)m, (unsigned long long)lo,
+		    (unsigned long long)hi);
+		cr_expect(lo <= 6 && hi >= 6);
+		cr_expect(lo >= 1 && hi <= 11);
+	}
+}
+
+Test(plan, coalesce_first_absent)
+{
+	static const uint64_t	idx[] = { 4, 6, 7 };
+	uint64_t		lo, hi;
+
+	plan_coalesce(idx, 3, 5, 16, &lo, &hi);
+	cr_expect_eq(lo, 4);
+	cr_expect_eq(hi, 7);
+}
+
+Test(plan, coalesce_no_neighbours)
+{
+	static const uint64_t	idx[] = { 1, 3, 9, 20 };
+	uint64_t		lo = 0, hi = 0;
+
+	plan_coalesce(idx, 4, 5, 16, &lo, &hi);
+	cr_expect_eq(lo, 5);
+	cr_expect_eq(hi, 5);
+	plan_coalesce(NULL, 0, 5, 16, &lo, &hi);
+	cr_expect_eq(lo, 5);
+	cr_expect_eq(hi, 5);
+}
+
+Test(plan, coalesce_max_one)
+{
+	static const uint64_t	idx[] = { 4, 5, 6 };
+	uint64_t		lo, hi;
+
+	plan_coalesce(idx, 3, 5, 1, &lo, &hi);
+	cr_expect_eq(lo, 5);
+	cr_expect_eq(hi, 5);
+	plan_coalesce(idx, 3, 5, 0, &lo, &hi);
+	cr_expect_eq(lo, 5);
+	cr_expect_eq(hi, 5);
+}
+
+Test(plan, coalesce_edges)
+{
+	static const uint64_t	idx[] = { 1, 2, UINT64_MAX - 1, 0 };
+	uint64_t		lo, hi;
+
+	plan_coalesce(idx, 3, 0, 16, &lo, &hi);
+	cr_expect_eq(lo, 0);
+	cr_expect_eq(hi, 2);
+	plan_coalesce(idx, 4, UINT64_MAX, 16, &lo, &hi);
+	cr_expect_eq(lo, UINT64_MAX - 1);
+	cr_expect_eq(hi, UINT64_MAX);
+}
+
+/* 0 - 1 and UINT64_MAX + 1 must not wrap into the run. */
+Test(plan, coalesce_no_wrap)
+{
+	static const uint64_t	idx[] = { UINT64_MAX, 1, 0, UINT64_MAX - 1 };
+	uint64_t		lo, hi;
+
+	plan_coalesce(idx, 2, 0, 16, &lo, &hi);
+	cr_expect_eq(lo, 0);
+	cr_expect_eq(hi, 1);
+	plan_coalesce(idx + 2, 2, UINT64_MAX, 16, &lo, &hi);
+	cr_expect_eq(lo, UINT64_MAX - 1);
+	cr_expect_eq(hi, UINT64_MAX);
+}
+
+Test(plan, coalesce_gap)
+{
+	static const uint64_t	idx[] = { 2, 3, 5, 6, 7, 9 };
+	uint64_t		lo, hi;
+
+	plan_coalesce(idx, 6, 6, 16, &lo, &hi);
+	cr_expect_eq(lo, 5);
+	cr_expect_eq(hi, 7);
+	plan_coalesce(idx, 6, 3, 16, &lo, &hi);
+	cr_expect_eq(lo, 2);
+	cr_expect_eq(hi, 3);
+}
+
+/* --- topo_parse_list ---------------------------------------------------- */
+
+Test(topo, parse_list_valid)
+{
+	int	set[16];
+
+	memset(set, 0, sizeof(set));
+	cr_expect_eq(topo_parse_list("0", set, 16), 1);
+	cr_expect_eq(set[0], 1);
+	cr_expect_eq(set[1], 0);
+
+	memset(set, 0, sizeof(set));
+	cr_expect_eq(topo_parse_list("0-3", set, 16), 4);
+	cr_expect(set[0] && set[1] && set[2] && set[3] && !set[4]);
+
+	memset(set, 0, sizeof(set));
+	cr_expect_eq(topo_parse_list("0-1,4,6-7", set, 16), 5);
+	cr_expect(set[0] && set[1] && !set[2] && !set[3] && set[4] &&
+	    !set[5] && set[6] && set[7] && !set[8]);
+
+	/* A CPU named twice is counted once. */
+	memset(set, 0, sizeof(set));
+	cr_expect_eq(topo_parse_list("2,2,1-3", set, 16), 3);
+}
+
+Test(topo, parse_list_malformed)
+{
+	static const char	*bad[] = { "a", "3-1", "1,,2", "-1", "1-",
+				    "1-3-5", "0x1", "1;2", ",1" };
+	int			set[16];
+	size_t			i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(set, 0, sizeof(set));
+		cr_expect_eq(topo_parse_list(bad[i], set, 16), -1,
+		    "\"%s\" accepted", bad[i]);
+	}
+}
+
+Test(topo, parse_list_respects_max)
+{
+	int	set[9];
+
+	memset(set, 0, sizeof(set));
+	set[8] = 42;	/* a canary just past max */
+	cr_expect_eq(topo_parse_list("0-100", set, 8), 8);
+	cr_expect_eq(set[8], 42);
+	memset(set, 0, sizeof(set));
+	set[8] = 42;
+	cr_expect_eq(topo_parse_list("6-7,8,200", set, 8), 2);
+	cr_expect_eq(set[8], 42);
+	cr_expect_eq(topo_parse_list("99999999999999999999", set, 8), 0);
+}
+
+/* --- a fake sysfs tree -------------------------------------------------- */
+
+static char	fake_root[256];
+
+/* Write root/rel, making its directories. */
+static void
+fake_put(const char *rel, const char *text)
+{
+	char	path[PATH_MAX], *p;
+	FILE	*f;
+
+	cr_assert_lt((size_t)snprintf(path, sizeof(path), "%s/%s", fake_root,
+	    rel), sizeof(path));
+	for (p = path + strlen(fake_root) + 1; (p = strchr(p, '/')) != NULL;
+	    p++) {
+		*p = '\0';
+		cr_assert(mkdir(path, 0755) == 0 || errno == EEXIST,
+		    "mkdir %s: %s", path, strerror(errno));
+		*p = '/';
+	}
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fprintf(f, "%s\n", text);
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void
+fake_cache(int cpu, int index, const char *level, const char *type,
+    const char *size, const char *shared)
+{
+	char	rel[256], base[128];
+
+	snprintf(base, sizeof(base), "sys/devices/system/cpu/cpu%d/cache/"
+	    "index%d", cpu, index);
+	snprintf(rel, sizeof(rel), "%s/level", base);
+	fake_put(rel, level);
+	snprintf(rel, sizeof(rel), "%s/type", base);
+	fake_put(rel, type);
+	snprintf(rel, sizeof(rel), "%s/size", base);
+	fake_put(rel, size);
+	snprintf(rel, sizeof(rel), "%s/shared_cpu_list", base);
+	fake_put(rel, shared);
+}
+
+/* The caches of one CPU: L1d, L1i, L2 of its own, L3 of its group. */
+static void
+fake_cpu(int cpu, const char *l3size, const char *l3shared)
+{
+	char	self[16];
+
+	snprintf(self, sizeof(self), "%d", cpu);
+	fake_cache(cpu, 0, "1", "Data", "48K", self);
+	/* Bigger and higher than anything: must be ignored. */
+	fake_cache(cpu, 1, "4", "Instruction", "1G", "0-7");
+	fake_cache(cpu, 2, "2", "Unified", "2048K", self);
+	fake_cache(cpu, 3, "3", "Unified", l3size, l3shared);
+}
+
+static void
+fake_node(int node, const char *cpulist)
+{
+	char	rel[128];
+
+	snprintf(rel, sizeof(rel), "sys/devices/system/node/node%d/cpulist",
+	    node);
+	fake_put(rel, cpulist);
+}
+
+/* Two nodes of four CPUs, one 32 MiB L3 per node. */
+static void
+fake_two_nodes(const char *l3size)
+{
+	int	cpu;
+
+	fake_put("sys/devices/system/cpu/online", "0-7");
+	for (cpu = 0; cpu < 8; cpu++)
+		fake_cpu(cpu, l3size, cpu < 4 ? "0-3" : "4-7");
+	fake_node(0, "0-3");
+	fake_node(1, "4-7");
+}
+
+static int
+fake_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return (remove(path));
+}
+
+static void
+fake_setup(void)
+{
+	const char	*tmp = getenv("TMPDIR");
+
+	if (tmp == NULL || *tmp == '\0' || strlen(tmp) > 128)
+		tmp = "/tmp";
+	snprintf(fake_root, sizeof(fake_root), "%s/test-plan.XXXXXX", tmp);
+	cr_assert_not_null(mkdtemp(fake_root), "mkdtemp: %s", strerror(errno));
+}
+
+static void
+fake_teardown(void)
+{
+	if (fake_root[0] != '\0')
+		nftw(fake_root, fake_rm, 16, FTW_DEPTH | FTW_PHYS);
+	fake_root[0] = '\0';
+}
+
+/* --- topo_read_llc, topo_init ------------------------------------------- */
+
+Test(topo, read_llc_fake, .init = fake_setup, .fini = fake_teardown)
+{
+	uint64_t	size = 0;
+	int		sharing = 0;
+
+	fake_two_nodes("32768K");
+	cr_assert_eq(topo_read_llc(fake_root, 0, &size, &sharing), 0);
+	cr_expect_eq(size, 32 * MiB, "size %llu", (unsigned long long)size);
+	cr_expect_eq(sharing, 4);
+	cr_assert_eq(topo_read_llc(fake_root, 6, &size, &sharing), 0);
+	cr_expect_eq(size, 32 * MiB);
+	cr_expect_eq(sharing, 4);
+	/* A CPU with no cache directory. */
+	cr_expect_eq(topo_read_llc(fake_root, 9, &size, &sharing), -1);
+}
+
+Test(topo, init_fake, .init = fake_setup, .fini = fake_teardown)
+{
+	static struct topo	t;
+	int			cpu;
+
+	fake_two_nodes("32768K");
+	cr_assert_eq(topo_init(&t, fake_root), 0);
+	cr_expect_eq(t.ncpus, 8);
+	cr_expect_eq(t.nnodes, 2);
+	for (cpu = 0; cpu < 8; cpu++) {
+		cr_expect_eq(t.cpu_online[cpu], 1, "cpu %d", cpu);
+		cr_expect_eq(t.cpu_node[cpu], cpu < 4 ? 0 : 1, "cpu %d", cpu);
+	}
+	cr_expect_eq(t.cpu_online[8], 0);
+	cr_expect_eq(t.llc_size, 32 * MiB, "llc %llu",
+	    (unsigned long long)t.llc_size);
+	cr_expect_eq(t.llc_sharing, 4);
+	cr_expect_eq(t.llc_share, 8 * MiB);
+	cr_expect_eq(plan_extent_max(t.llc_share), 8 * MiB);
+}
+
+Test(topo, init_no_cache, .init = fake_setup, .fini = fake_teardown)
+{
+	static struct topo	t;
+	uint64_t		size = 7;
+	int			sharing = 7;
+
+	fake_put("sys/devices/system/cpu/online", "0-7");
+	fake_node(0, "0-3");
+	fake_node(1, "4-7");
+	cr_expect_eq(topo_read_llc(fake_root, 0, &size, &sharing), -1);
+	cr_expect_eq(size, 7);
+	cr_expect_eq(sharing, 7);
+	cr_assert_eq(topo_init(&t, fake_root), 0);
+	cr_expect_eq(t.ncpus, 8);
+	cr_expect_eq(t.nnodes, 2);
+	cr_expect_eq(t.llc_size, 8 * MiB);
+	cr_expect_eq(t.llc_sharing, 1);
+	cr_expect_eq(t.llc_share, 8 * MiB);
+}
+
+Test(topo, init_no_online, .init = fake_setup, .fini = fake_teardown)
+{
+	static struct topo	t;
+
+	cr_expect_eq(topo_init(&t, fake_root), -1);
+	fake_put("sys/devices/system/cpu/online", "junk");
+	cr_expect_eq(topo_init(&t, fake_root), -1);
+}
+
+Test(topo, size_suffix_m, .init = fake_setup, .fini = fake_teardown)
+{
+	static struct topo	t;
+	uint64_t		size = 0;
+	int			sharing = 0;
+
+	fake_two_nodes("32M");
+	cr_assert_eq(topo_read_llc(fake_root, 0, &size, &sharing), 0);
+	cr_expect_eq(size, 32 * MiB);
+	cr_assert_eq(topo_init(&t, fake_root), 0);
+	cr_expect_eq(t.llc_size, 32 * MiB);
+	cr_expect_eq(t.llc_share, 8 * MiB);
+}
+
+Test(topo, bad_l3_size_falls_to_l2, .init = fake_setup,
+    .fini = fake_teardown)
+{
+	uint64_t	size = 0;
+	int		sharing = 0;
+
+	fake_two_nodes("lots");
+	cr_assert_eq(topo_read_llc(fake_root, 0, &size, &sharing), 0);
+	cr_expect_eq(size, 2 * MiB, "size %llu", (unsigned long long)size);
+	cr_expect_eq(sharing, 1);
+}
+
+Test(topo, offline_holes, .init = fake_setup, .fini = fake_teardown)
+{
+	static struct topo	t;
+
+	fake_put("sys/devices/system/cpu/online", "2-3,6-7");
+	fake_cpu(2, "16384K", "2-3");
+	fake_cpu(3, "16384K", "2-3");
+	fake_cpu(6, "16384K", "6-7");
+	fake_cpu(7, "16384K", "6-7");
+	fake_node(0, "2-3");
+	fake_node(1, "6-7");
+	cr_assert_eq(topo_init(&t, fake_root), 0);
+	cr_expect_eq(t.ncpus, 8);
+	cr_expect_eq(t.nnodes, 2);
+	cr_expect(!t.cpu_online[0] && !t.cpu_online[1] && t.cpu_online[2] &&
+	    t.cpu_online[3] && !t.cpu_online[4] && !t.cpu_online[5] &&
+	    t.cpu_online[6] && t.cpu_online[7]);
+	cr_expect_eq(t.cpu_node[2], 0);
+	cr_expect_eq(t.cpu_node[7], 1);
+	/* The LLC comes from the first online CPU, cpu2. */
+	cr_expect_eq(t.llc_size, 16 * MiB);
+	cr_expect_eq(t.llc_sharing, 2);
+	cr_expect_eq(t.llc_share, 8 * MiB);
+}
+
+Test(topo, offline_holes_0_1_4_5, .init = fake_setup,
+    .fini = fake_teardown)
+{
+	static struct topo	t;
+
+	fake_put("sys/devices/system/cpu/online", "0-1,4-5");
+	fake_cpu(0, "32768K", "0-1");
+	fake_cpu(1, "32768K", "0-1");
+	fake_cpu(4, "32768K", "4-5");
+	fake_cpu(5, "32768K", "4-5");
+	fake_node(0, "0-1");
+	fake_node(1, "4-5");
+	cr_assert_eq(topo_init(&t, fake_root), 0);
+	cr_expect_eq(t.ncpus, 6);
+	cr_expect_eq(t.nnodes, 2);
+	cr_expect_eq(t.cpu_online[2], 0);
+	cr_expect_eq(t.cpu_online[4], 1);
+	cr_expect_eq(t.cpu_node[5], 1);
+	cr_expect_eq(t.llc_sharing, 2);
+	cr_expect_eq(t.llc_share, 16 * MiB);
+}
+
+/* --- worker_route ------------------------------------------------------- */
+
+/* CPUs 0-3 on node 0, 4-7 on node 1; node 2 exists but has no worker. */
+static void
+route_topo(struct topo *t)
+{
+	int	cpu;
+
+	memset(t, 0, sizeof(*t));
+	t->ncpus = 12;
+	t->nnodes = 3;
+	for (cpu = 0; cpu < 12; cpu++) {
+		t->cpu_online[cpu] = 1;
+		t->cpu_node[cpu] = cpu < 4 ? 0 : cpu < 8 ? 1 : 2;
+	}
+}
+
+/* Workers on CPUs 0, 2, 4, 6 and 7 (nodes 0, 0, 1, 1, 1). */
+static const int	route_cpus[] = { 0, 2, 4, 6, 7 };
+#define ROUTE_N		((int)(sizeof(route_cpus) / sizeof(route_cpus[0])))
+
+Test(route, local_worker)
+{
+	static struct topo	t;
+
+	route_topo(&t);
+	cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 6, 1, 0), 3);
+	cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 6, 1, 12345), 3);
+	cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 2, 0, 99), 1);
+}
+
+Test(route, remote_fault_cpu)
+{
+	static struct topo	t;
+	static const int	node1[] = { 2, 3, 4 };	/* workers on node 1 */
+	uint64_t		h;
+	int			w;
+
+	route_topo(&t);
+	for (h = 0; h < 9; h++) {
+		w = worker_route(&t, route_cpus, ROUTE_N, 0, 1, h);
+		cr_expect_eq(w, node1[h % 3], "hash %llu: worker %d",
+		    (unsigned long long)h, w);
+	}
+	/* A node-1 CPU without a worker: still by hash among node 1. */
+	cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 5, 1, 4), 3);
+}
+
+Test(route, no_page_node)
+{
+	static struct topo	t;
+	int			cpu, i;
+
+	route_topo(&t);
+	for (i = 0; i < ROUTE_N; i++) {
+		cpu = route_cpus[i];
+		cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, cpu, -1,
+		    777), i, "cpu %d", cpu);
+	}
+}
+
+Test(route, no_worker_on_cpu)
+{
+	static struct topo	t;
+	uint64_t		h;
+
+	route_topo(&t);
+	for (h = 0; h < 20; h++) {
+		cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 3, -1, h),
+		    (int)(h % ROUTE_N));
+		cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, -1, -1, h),
+		    (int)(h % ROUTE_N));
+		cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 5000, -1, h),
+		    (int)(h % ROUTE_N));
+	}
+}
+
+Test(route, node_without_workers)
+{
+	static struct topo	t;
+
+	route_topo(&t);
+	/* Node 2: no worker; the fault CPU's worker, else by hash. */
+	cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 4, 2, 3), 2);
+	cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 9, 2, 8), 8 % 5);
+	/* A node the topology has never heard of. */
+	cr_expect_eq(worker_route(&t, route_cpus, ROUTE_N, 7, 50, 1), 4);
+}
+
+Test(route, unpinned_workers)
+{
+	static struct topo	t;
+	static const int	cpus[] = { -1, -1, 5 };
+
+	route_topo(&t);
+	cr_expect_eq(worker_route(&t, cpus, 3, 0, 1, 7), 2);
+	cr_expect_eq(worker_route(&t, cpus, 3, 0, 0, 7), 7 % 3);
+	cr_expect_eq(worker_route(&t, cpus, 3, -1, -1, 4), 1);
+}
+
+Test(route, zero_workers)
+{
+	static struct topo	t;
+
+	route_topo(&t);
+	cr_expect_eq(worker_route(&t, route_cpus, 0, 4, 1, 1), -1);
+	cr_expect_eq(worker_route(&t, route_cpus, -3, 4, -1, 1), -1);
+}
+
+Test(route, property_node_local)
+{
+	static struct topo	t;
+	static int		cpus[HPZD_WORKERS_MAX];
+	uint64_t		h;
+	int			w, n, fault, i;
+
+	route_topo(&t);
+	for (h = 0; h < 5000; h++) {
+		w = worker_route(&t, route_cpus, ROUTE_N, (int)(h % 12), 1,
+		    h * 0x9e3779b97f4a7c15ULL);
+		cr_assert(w >= 0 && w < ROUTE_N, "hash %llu: %d",
+		    (unsigned long long)h, w);
+		cr_assert_eq(t.cpu_node[route_cpus[w]], 1, "hash %llu: "
+		    "worker %d on cpu %d", (unsigned long long)h, w,
+		    route_cpus[w]);
+	}
+	/* As many workers as allowed, two a CPU. */
+	n = HPZD_WORKERS_MAX;
+	for (i = 0; i < n; i++)
+		cpus[i] = i % 12;
+	for (h = 0; h < 2000; h++) {
+		fault = (int)(h % 13) - 1;
+		w = worker_route(&t, cpus, n, fault, (int)(h % 3), h);
+		cr_assert(w >= 0 && w < n);
+		cr_assert_eq(t.cpu_node[cpus[w]], (int)(h % 3));
+		if (fault >= 0 && t.cpu_node[fault] == (int)(h % 3))
+			cr_assert_eq(cpus[w], fault);
+	}
+}
+
+/* --- stats_bucket ------------------------------------------------------- */
+
+Test(stats, bucket)
+{
+	int	b;
+
+	cr_expect_eq(stats_bucket(0), 0);
+	cr_expect_eq(stats_bucket(1), 0);
+	cr_expect_eq(stats_bucket(2), 1);
+	cr_expect_eq(stats_bucket(3), 1);
+	cr_expect_eq(stats_bucket(4), 2);
+	cr_expect_eq(stats_bucket(1023), 9);
+	cr_expect_eq(stats_bucket(1024), 10);
+	cr_expect_eq(stats_bucket(1ULL << 31), 31);
+	cr_expect_eq(stats_bucket(1ULL << 32), STATS_HIST_BUCKETS - 1);
+	cr_expect_eq(stats_bucket(1ULL << 40), STATS_HIST_BUCKETS - 1);
+	cr_expect_eq(stats_bucket(UINT64_MAX), STATS_HIST_BUCKETS - 1);
+	for (b = 1; b < STATS_HIST_BUCKETS; b++) {
+		cr_expect_eq(stats_bucket(1ULL << b), b);
+		cr_expect_eq(stats_bucket((1ULL << b) - 1), b - 1);
+	}
+}
