@@ -23,6 +23,8 @@ size_t		 itest_count_not(const void *, size_t, unsigned char,
 		    size_t *first);
 void		 itest_touch_read(const void *, size_t, size_t step);
 struct hpz_status itest_status(void);
+struct hpz_status itest_status_faults(const struct hpz_status *,
+		    unsigned long long);
 int		 itest_raw_connect(void);
 int		 itest_daemon_fds(void);
 int		 itest_make_uffd(void *addr, size_t len, uint64_t *features,
