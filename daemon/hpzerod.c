@@ -138,7 +138,8 @@ main(int argc, char **argv)
 	int		 ch, debug = 0, nworkers, lfd, from_systemd;
 
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	nworkers = ncpu > 0 && ncpu <= HPZD_WORKERS_MAX ? (int)ncpu : 1;
+	nworkers = ncpu < 1 ? 1 : ncpu > HPZD_WORKERS_MAX ? HPZD_WORKERS_MAX :
+	    (int)ncpu;
 	while ((ch = getopt_long(argc, argv, "s:w:k:K:H:e:p:r:S:dVh", hpzd_options,
 	    NULL)) != -1) {
 		switch (ch) {

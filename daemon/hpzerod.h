@@ -293,8 +293,8 @@ void		 worker_submit(struct work *, int fault_cpu, int page_node);
 void		 worker_push(struct worker *, struct work *);
 size_t		 worker_take(struct worker *, int (*match)(struct work *,
 		    void *), void *arg, struct work **out, size_t max);
-int		 worker_assist(struct job *, struct region *, struct worker *self,
-		    int awake_only);
+int		 worker_assist(struct job *, struct region *, uint64_t idx,
+		    struct worker *self, int awake_only);
 int		 worker_spinning(const struct worker *self);
 void		 worker_poll_add(struct region *);
 void		 worker_poll_remove(struct region *);

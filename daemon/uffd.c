@@ -309,7 +309,7 @@ uffd_clear_split(struct worker *self, struct region *r, uint64_t idx,
 	}
 	atomic_init(&job->remaining, job->n);
 	atomic_init(&job->refs, 1);
-	if (worker_assist(job, r, self, awake_only) > 0)
+	if (worker_assist(job, r, idx, self, awake_only) > 0)
 		atomic_fetch_add(&stats.jobs_split, 1);
 	uffd_job_run(job);
 	while (atomic_load(&job->remaining) != 0)

@@ -189,13 +189,13 @@ worker_submit(struct work *item, int fault_cpu, int page_node)
  * reference to the job.  Returns how many were asked.
  */
 int
-worker_assist(struct job *job, struct region *r, struct worker *self,
-    int awake_only)
+worker_assist(struct job *job, struct region *r, uint64_t idx,
+    struct worker *self, int awake_only)
 {
 	struct work	*item;
 	int		 i, asked = 0, node;
 
-	node = region_page_node(r, 0);
+	node = region_page_node(r, idx);
 	for (i = 0; i < nworkers; i++) {
 		if (&workers[i] == self || !atomic_load(&workers[i].idle))
 			continue;
