@@ -62,6 +62,13 @@ static const struct hpzctl_field hpzctl_fields[] = {
 	HPZCTL_FIELD(faults_coalesced),
 	HPZCTL_FIELD(jobs_split),
 	HPZCTL_FIELD(faults_polled),
+	HPZCTL_FIELD(bg_pages_cleared),
+	HPZCTL_FIELD(bg_bytes_cleared),
+	HPZCTL_FIELD(bg_ns),
+	HPZCTL_FIELD(bg_pages_populated),
+	HPZCTL_FIELD(bg_pages_premapped),
+	HPZCTL_FIELD(bg_pages_pending),
+	HPZCTL_FIELD(bg_throttle_ns),
 };
 
 #define HPZCTL_MAX_REGIONS	4096
@@ -259,6 +266,14 @@ hpzctl_status(int argc, char **argv)
 	printf("  %-18s %s (bulk, %.1f GB/s measured at start), %s (last "
 	    "%llu KiB around the fault)\n", "clear kernels:", st.clear_kernel,
 	    st.clear_gbs, st.hot_kernel, st.hot_size >> 10);
+	printf("  %-18s %llu pages cleared ahead (%.1f GB/s), %llu allocated "
+	    "ahead, %llu premapped, %llu garbage pending\n", "background:",
+	    st.bg_pages_cleared, hpzctl_gbs(st.bg_bytes_cleared, st.bg_ns),
+	    st.bg_pages_populated, st.bg_pages_premapped, st.bg_pages_pending);
+	printf("  %-18s %s%.1f GB/s in all, %s%.1f GB/s a client\n",
+	    "background budget:", st.bg_budget_gbs == 0 ? "unlimited " : "",
+	    st.bg_budget_gbs, st.bg_client_budget_gbs == 0 ? "unlimited " : "",
+	    st.bg_client_budget_gbs);
 	if (st.faults > 0)
 		printf("  %-18s p50 < %.0f us, p99 < %.0f us, max %.0f us\n",
 		    "fault latency:", hpzctl_percentile(&st, 0.50) / 1e3,
@@ -347,6 +362,9 @@ hpzctl_stats_table(const struct hpz_status *st)
 	    hpzctl_gbs(st->bulk_bytes, st->bulk_ns), st->clear_gbs);
 	printf("  %-10s %-12s %14llu %10.1f\n", "hot", st->hot_kernel,
 	    st->hot_bytes, hpzctl_gbs(st->hot_bytes, st->hot_ns));
+	printf("  %-10s %-12s %14llu %10.1f   (budget %.1f GB/s, 0: none)\n",
+	    "background", st->clear_kernel, st->bg_bytes_cleared,
+	    hpzctl_gbs(st->bg_bytes_cleared, st->bg_ns), st->bg_budget_gbs);
 
 	printf("\nfault latency, read to mapped\n");
 	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++) {
@@ -368,14 +386,15 @@ hpzctl_regions_table(void)
 	if ((info = hpzctl_regions(&n)) == NULL)
 		return (1);
 	printf("\nregions\n");
-	printf("  %6s %7s %18s %10s %6s %10s %10s %10s %10s\n", "id", "pid",
-	    "addr", "MiB", "page", "faults", "cleared", "populated",
-	    "mean us");
+	printf("  %6s %7s %18s %8s %6s %4s %10s %9s %9s %9s %9s %8s\n",
+	    "id", "pid", "addr", "MiB", "page", "prio", "faults", "cleared",
+	    "bg clear", "pending", "populated", "mean us");
 	for (i = 0; i < n; i++)
-		printf("  %6llu %7d %#18llx %10llu %5lluK %10llu %10llu "
-		    "%10llu %10.1f\n", info[i].id, info[i].pid, info[i].addr,
-		    info[i].len >> 20, info[i].page_size >> 10,
-		    info[i].faults, info[i].pages_cleared,
+		printf("  %6llu %7d %#18llx %8llu %5lluK %4d %10llu %9llu "
+		    "%9llu %9llu %9llu %8.1f\n", info[i].id, info[i].pid,
+		    info[i].addr, info[i].len >> 20, info[i].page_size >> 10,
+		    info[i].priority, info[i].faults, info[i].pages_cleared,
+		    info[i].bg_pages_cleared, info[i].bg_pages_pending,
 		    info[i].pages_populated, info[i].faults == 0 ? 0.0 :
 		    (double)info[i].fault_ns_total / (double)info[i].faults /
 		    1e3);
@@ -473,7 +492,13 @@ hpzctl_stats_json(const struct hpz_status *st)
 		    info[i].pages_populated) != 0 ||
 		    hpzctl_json_add(r, "fault_ns_total",
 		    info[i].fault_ns_total) != 0 ||
-		    hpzctl_json_add(r, "fault_ns_max", info[i].fault_ns_max) != 0)
+		    hpzctl_json_add(r, "fault_ns_max", info[i].fault_ns_max) != 0 ||
+		    hpzctl_json_add(r, "priority",
+		    (unsigned long long)info[i].priority) != 0 ||
+		    hpzctl_json_add(r, "bg_pages_cleared",
+		    info[i].bg_pages_cleared) != 0 ||
+		    hpzctl_json_add(r, "bg_pages_pending",
+		    info[i].bg_pages_pending) != 0)
 			goto nomem;
 	}
 	if ((s = json_object_new_string(hpzctl_socket())) == NULL ||

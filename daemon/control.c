@@ -233,6 +233,22 @@ control_status(struct client *c, struct hpz_msg *m)
 }
 
 static int
+control_policy(struct client *c, struct hpz_msg *m)
+{
+	struct region	*r;
+
+	r = region_find(c, m->u.policy.addr, m->u.policy.len, 1);
+	if (r == NULL)
+		return (control_refuse(c, m->u.hdr.seq, -ENXIO, "policy",
+		    "no region registered by this connection at that range"));
+	region_set_policy(r, m->u.policy.flags, m->u.policy.priority);
+	log_debug("client %llu: region %llu policy 0x%x priority %d",
+	    (unsigned long long)c->id, (unsigned long long)r->id,
+	    m->u.policy.flags, m->u.policy.priority);
+	return (control_reply(c, m->u.hdr.seq, 0, r->id, "policy set"));
+}
+
+static int
 control_regions(struct client *c, struct hpz_msg *m)
 {
 	struct hpz_msg_regions_reply	rep;
@@ -281,6 +297,8 @@ control_dispatch(struct client *c, struct hpz_msg *m)
 		return (control_status(c, m));
 	case HPZ_MSG_REGIONS:
 		return (control_regions(c, m));
+	case HPZ_MSG_POLICY:
+		return (control_policy(c, m));
 	}
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }
@@ -330,6 +348,7 @@ control_drop(struct client *c, const char *why)
 		region_destroy(r);
 	TAILQ_REMOVE(&control_clients, c, entry);
 	control_count--;
+	bucket_free(c->budget);
 	event_free(c->ev);
 	close(c->fd);
 	free(c);
@@ -371,6 +390,7 @@ control_accept_cb(int lfd, short events, void *arg)
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->gid = cred.gid;
+	c->budget = bucket_new(scrub_budget_gbs(1));
 	TAILQ_INIT(&c->regions);
 	c->ev = event_new(hpzd_base, fd, EV_READ | EV_PERSIST, control_read_cb,
 	    c);

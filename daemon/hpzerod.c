@@ -15,6 +15,16 @@
 #include "hpzerod.h"
 
 #define HPZD_STATUS_INTERVAL	5	/* seconds between STATUS= updates */
+#define HPZD_OPTSTRING		"c:s:w:k:K:H:e:p:r:S:dVh"
+
+#ifndef HPZD_CONFIG_DEFAULT
+#define HPZD_CONFIG_DEFAULT	"/etc/hpzerod.conf"
+#endif
+
+static int		 hpzd_argc;
+static char		**hpzd_argv;
+static const char	*hpzd_config;	/* NULL: the default, may be absent */
+static struct conf	 hpzd_conf;	/* what runs */
 
 struct event_base	*hpzd_base;
 uint64_t		 hpzd_start_ns;
@@ -29,6 +39,7 @@ static const struct option hpzd_options[] = {
 	{ "spin-us",	required_argument,	NULL, 'p' },
 	{ "route",	required_argument,	NULL, 'r' },
 	{ "split",	required_argument,	NULL, 'S' },
+	{ "config",	required_argument,	NULL, 'c' },
 	{ "debug",	no_argument,		NULL, 'd' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -38,7 +49,9 @@ static const struct option hpzd_options[] = {
 static void
 hpzd_usage(FILE *f)
 {
-	fprintf(f, "usage: hpzerod [-dhV] [-s path] [-w workers] [options]\n"
+	fprintf(f, "usage: hpzerod [-dhV] [-c config] [-s path] [-w workers] "
+	    "[options]\n"
+	    "  -c, --config PATH       settings file (default %s)\n"
 	    "  -s, --socket PATH       listen on PATH (default %s),\n"
 	    "                          unless systemd passes a socket\n"
 	    "  -w, --workers N         worker threads (default: online CPUs)\n"
@@ -57,39 +70,9 @@ hpzd_usage(FILE *f)
 	    "                          already spinning (default on)\n"
 	    "  -d, --debug             log debug messages\n"
 	    "  -V, --version           print the version and exit\n"
-	    "  -h, --help              print this help and exit\n",
-	    HPZ_SOCKET_DEFAULT);
-}
-
-/* A byte count with an optional K/M/G suffix. */
-static int
-hpzd_parse_bytes(const char *s, uint64_t *out)
-{
-	char			*end;
-	unsigned long long	 v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s)
-		return (-1);
-	switch (*end) {
-	case 'K': case 'k':
-		v <<= 10;
-		end++;
-		break;
-	case 'M': case 'm':
-		v <<= 20;
-		end++;
-		break;
-	case 'G': case 'g':
-		v <<= 30;
-		end++;
-		break;
-	}
-	if (*end != '\0')
-		return (-1);
-	*out = v;
-	return (0);
+	    "  -h, --help              print this help and exit\n"
+	    "Options override the settings file.\n",
+	    HPZD_CONFIG_DEFAULT, HPZ_SOCKET_DEFAULT);
 }
 
 static void
@@ -99,6 +82,42 @@ hpzd_notify_status(void)
 
 	stats_summary(buf, sizeof(buf));
 	sd_notifyf(0, "STATUS=%s", buf);
+}
+
+static int	hpzd_settings(struct conf *, int quiet);
+
+/* SIGHUP: read the file again; [background] takes effect, the rest waits. */
+static void
+hpzd_reload(void)
+{
+	struct conf	c;
+
+	if (hpzd_settings(&c, 1) != 0) {
+		log_warnx("SIGHUP: settings not reloaded");
+		return;
+	}
+	if (strcmp(c.socket, hpzd_conf.socket) != 0 ||
+	    c.workers != hpzd_conf.workers ||
+	    strcmp(c.clear_kernel, hpzd_conf.clear_kernel) != 0 ||
+	    strcmp(c.hot_kernel, hpzd_conf.hot_kernel) != 0 ||
+	    c.hot_size != hpzd_conf.hot_size || c.extent != hpzd_conf.extent ||
+	    c.spin_us != hpzd_conf.spin_us || c.route != hpzd_conf.route ||
+	    c.split != hpzd_conf.split || c.scrub_threads !=
+	    hpzd_conf.scrub_threads)
+		log_warnx("SIGHUP: only [background] settings (but threads) "
+		    "change while running; restart hpzerod for the others");
+	c.scrub_threads = hpzd_conf.scrub_threads;
+	scrub_configure(&c);
+	hpzd_conf.scrub = c.scrub;
+	hpzd_conf.background_gbs = c.background_gbs;
+	hpzd_conf.client_gbs = c.client_gbs;
+	hpzd_conf.ahead_min = c.ahead_min;
+	hpzd_conf.ahead_max = c.ahead_max;
+	log_info("SIGHUP: background scrub %s, budget %.1f GB/s (per client "
+	    "%.1f; 0 is unlimited), read-ahead %llu-%llu KiB",
+	    c.scrub ? "on" : "off", c.background_gbs, c.client_gbs,
+	    (unsigned long long)(c.ahead_min >> 10),
+	    (unsigned long long)(c.ahead_max >> 10));
 }
 
 static void
@@ -112,9 +131,143 @@ hpzd_signal_cb(int sig, short events, void *arg)
 		event_base_loopbreak(hpzd_base);
 		break;
 	case SIGHUP:
-		log_info("SIGHUP: nothing to reload");
+		hpzd_reload();
 		break;
 	}
+}
+
+/*
+ * Apply the command line to c.  0, 1 when the caller should exit 0 (help,
+ * version), or 2 on a usage error (reported unless quiet).
+ */
+static int
+hpzd_args(struct conf *c, int quiet, int *debug)
+{
+	const char	*k;
+	char		*end;
+	long		 v;
+	int		 ch;
+
+	optind = 0;
+	opterr = !quiet;
+	while ((ch = getopt_long(hpzd_argc, hpzd_argv, HPZD_OPTSTRING,
+	    hpzd_options, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			hpzd_config = optarg;
+			break;
+		case 's':
+			if (strlen(optarg) >= sizeof(c->socket))
+				goto bad;
+			strcpy(c->socket, optarg);
+			break;
+		case 'w':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v < 1 ||
+			    v > HPZD_WORKERS_MAX)
+				goto bad;
+			c->workers = (int)v;
+			break;
+		case 'k':
+		case 'K':
+			k = strcmp(optarg, "auto") == 0 ? "" : optarg;
+			if (strlen(k) >= sizeof(c->clear_kernel))
+				goto bad;
+			strcpy(ch == 'k' ? c->clear_kernel : c->hot_kernel, k);
+			break;
+		case 'H':
+			if (conf_parse_bytes(optarg, &c->hot_size) == -1 ||
+			    c->hot_size > (1ULL << 30))
+				goto bad;
+			break;
+		case 'e':
+			if (conf_parse_bytes(optarg, &c->extent) == -1 ||
+			    c->extent < PLAN_EXTENT_MIN ||
+			    c->extent > PLAN_EXTENT_MAX)
+				goto bad;
+			break;
+		case 'p':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || v < 0 || v > 100000)
+				goto bad;
+			c->spin_us = (int)v;
+			break;
+		case 'r':
+			if (strcmp(optarg, "reader") == 0)
+				c->route = ROUTE_READER;
+			else if (strcmp(optarg, "thread") == 0)
+				c->route = ROUTE_THREAD;
+			else if (strcmp(optarg, "hash") == 0)
+				c->route = ROUTE_HASH;
+			else
+				goto bad;
+			break;
+		case 'S':
+			if (strcmp(optarg, "on") == 0)
+				c->split = 1;
+			else if (strcmp(optarg, "off") == 0)
+				c->split = 0;
+			else
+				goto bad;
+			break;
+		case 'd':
+			if (debug != NULL)
+				*debug = 1;
+			break;
+		case 'V':
+			if (!quiet)
+				printf("hpzerod %s (protocol %d)\n",
+				    PACKAGE_VERSION, HPZ_PROTOCOL_VERSION);
+			return (1);
+		case 'h':
+			if (!quiet)
+				hpzd_usage(stdout);
+			return (1);
+		default:
+			if (!quiet)
+				hpzd_usage(stderr);
+			return (2);
+		}
+	}
+	if (optind != hpzd_argc) {
+		if (!quiet)
+			hpzd_usage(stderr);
+		return (2);
+	}
+	return (0);
+bad:
+	if (!quiet)
+		fprintf(stderr, "hpzerod: bad value '%s' for -%c (see "
+		    "--help and hpzerod.conf(5))\n", optarg, ch);
+	return (2);
+}
+
+/*
+ * The settings: defaults, then the file, then the command line.  A missing
+ * default file is fine; a named one must exist.  0, or what to exit with.
+ */
+static int
+hpzd_settings(struct conf *c, int quiet)
+{
+	char	why[512];
+	int	rc, error;
+
+	conf_defaults(c);
+	hpzd_config = NULL;
+	if ((rc = hpzd_args(c, 1, NULL)) != 0 && quiet)
+		return (rc);
+	error = conf_load(hpzd_config != NULL ? hpzd_config :
+	    HPZD_CONFIG_DEFAULT, c, why, sizeof(why));
+	if (error != 0 && !(error == -ENOENT && hpzd_config == NULL)) {
+		if (quiet)
+			log_warnx("%s", why);
+		else
+			fprintf(stderr, "hpzerod: %s\n", why);
+		return (2);
+	}
+	return (hpzd_args(c, quiet, NULL));
 }
 
 static void
@@ -126,123 +279,43 @@ hpzd_timer_cb(int fd, short events, void *arg)
 int
 main(int argc, char **argv)
 {
-	const char	*socket_path = HPZ_SOCKET_DEFAULT;
-	const char	*bulk_name = NULL, *hot_name = NULL;
 	struct worker_config cfg = worker_config;
-	char		 why[256];
-	long		 spin;
 	struct event	*ev_term, *ev_int, *ev_hup, *ev_timer;
 	struct timeval	 tv = { HPZD_STATUS_INTERVAL, 0 };
+	char		 why[256];
 	long		 ncpu;
-	char		*end;
-	int		 ch, debug = 0, nworkers, lfd, from_systemd;
+	int		 rc, debug = 0, nworkers, lfd, from_systemd;
 
-	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	nworkers = ncpu < 1 ? 1 : ncpu > HPZD_WORKERS_MAX ? HPZD_WORKERS_MAX :
-	    (int)ncpu;
-	while ((ch = getopt_long(argc, argv, "s:w:k:K:H:e:p:r:S:dVh", hpzd_options,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 's':
-			socket_path = optarg;
-			break;
-		case 'w':
-			errno = 0;
-			nworkers = (int)strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || nworkers < 1 ||
-			    nworkers > HPZD_WORKERS_MAX) {
-				fprintf(stderr, "hpzerod: --workers must be "
-				    "1 to %d\n", HPZD_WORKERS_MAX);
-				return (2);
-			}
-			break;
-		case 'k':
-			bulk_name = optarg;
-			break;
-		case 'K':
-			hot_name = optarg;
-			break;
-		case 'H':
-			if (hpzd_parse_bytes(optarg, &cfg.hot_size) == -1 ||
-			    cfg.hot_size > (1ULL << 30)) {
-				fprintf(stderr, "hpzerod: bad --hot-size\n");
-				return (2);
-			}
-			break;
-		case 'e':
-			if (hpzd_parse_bytes(optarg, &cfg.extent_max) == -1 ||
-			    cfg.extent_max < PLAN_EXTENT_MIN ||
-			    cfg.extent_max > PLAN_EXTENT_MAX) {
-				fprintf(stderr, "hpzerod: --extent must be "
-				    "256K to 64M\n");
-				return (2);
-			}
-			break;
-		case 'p':
-			errno = 0;
-			spin = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || spin < 0 ||
-			    spin > 100000) {
-				fprintf(stderr, "hpzerod: --spin-us must be "
-				    "0 to 100000\n");
-				return (2);
-			}
-			cfg.spin_us = (int)spin;
-			break;
-		case 'r':
-			if (strcmp(optarg, "reader") == 0)
-				cfg.route = ROUTE_READER;
-			else if (strcmp(optarg, "thread") == 0)
-				cfg.route = ROUTE_THREAD;
-			else if (strcmp(optarg, "hash") == 0)
-				cfg.route = ROUTE_HASH;
-			else {
-				fprintf(stderr, "hpzerod: --route must be "
-				    "reader, thread or hash\n");
-				return (2);
-			}
-			break;
-		case 'S':
-			if (strcmp(optarg, "on") == 0)
-				cfg.split = 1;
-			else if (strcmp(optarg, "off") == 0)
-				cfg.split = 0;
-			else {
-				fprintf(stderr, "hpzerod: --split must be "
-				    "on or off\n");
-				return (2);
-			}
-			break;
-		case 'd':
-			debug = 1;
-			break;
-		case 'V':
-			printf("hpzerod %s (protocol %d)\n", PACKAGE_VERSION,
-			    HPZ_PROTOCOL_VERSION);
-			return (0);
-		case 'h':
-			hpzd_usage(stdout);
-			return (0);
-		default:
-			hpzd_usage(stderr);
-			return (2);
-		}
-	}
-	if (optind != argc) {
-		hpzd_usage(stderr);
-		return (2);
-	}
+	hpzd_argc = argc;
+	hpzd_argv = argv;
+	/* Usage errors, --help and --version first, before any file. */
+	conf_defaults(&hpzd_conf);
+	if ((rc = hpzd_args(&hpzd_conf, 0, &debug)) != 0)
+		return (rc == 1 ? 0 : 2);
+	if ((rc = hpzd_settings(&hpzd_conf, 0)) != 0)
+		return (rc == 1 ? 0 : 2);
 
 	log_init(debug);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	hpzd_start_ns = stats_now_ns();
 
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	nworkers = hpzd_conf.workers > 0 ? hpzd_conf.workers : ncpu < 1 ? 1 :
+	    ncpu > HPZD_WORKERS_MAX ? HPZD_WORKERS_MAX : (int)ncpu;
+	cfg.hot_size = hpzd_conf.hot_size;
+	cfg.extent_max = hpzd_conf.extent;
+	cfg.spin_us = hpzd_conf.spin_us;
+	cfg.route = (enum worker_route_mode)hpzd_conf.route;
+	cfg.split = hpzd_conf.split;
+
 	if ((hpzd_base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
 	if (topo_init(&topo, "") == -1)
 		log_warnx("cannot read the CPU topology: workers not pinned");
-	if (clear_init(bulk_name, hot_name, why, sizeof(why)) != 0) {
+	if (clear_init(hpzd_conf.clear_kernel[0] != '\0' ?
+	    hpzd_conf.clear_kernel : NULL, hpzd_conf.hot_kernel[0] != '\0' ?
+	    hpzd_conf.hot_kernel : NULL, why, sizeof(why)) != 0) {
 		fprintf(stderr, "hpzerod: %s\n", why);
 		return (2);
 	}
@@ -254,12 +327,15 @@ main(int argc, char **argv)
 	    plan_extent_max(topo.llc_share)) >> 10), clear_bulk_kernel->name,
 	    clear_calibrated_gbs(clear_bulk_kernel->kind),
 	    clear_hot_kernel->name, (unsigned long long)(cfg.hot_size >> 10));
-	/* Workers exist before we serve: spawning later would stall faults. */
+	/* Threads exist before we serve: spawning later would stall faults. */
 	cfg.nworkers = nworkers;
 	if (worker_start(&cfg) != 0)
 		fatalx("cannot start %d workers", nworkers);
-	if ((lfd = control_listen(socket_path, &from_systemd)) == -1) {
-		sd_notifyf(0, "STATUS=cannot listen on %s", socket_path);
+	if (scrub_start(&hpzd_conf) != 0)
+		fatalx("cannot start the background threads");
+	if ((lfd = control_listen(hpzd_conf.socket, &from_systemd)) == -1) {
+		sd_notifyf(0, "STATUS=cannot listen on %s", hpzd_conf.socket);
+		scrub_stop();
 		worker_stop();
 		return (1);
 	}
@@ -277,9 +353,11 @@ main(int argc, char **argv)
 	    event_add(ev_timer, &tv) == -1)
 		fatalx("cannot set up signal handling");
 
-	log_info("hpzerod %s ready: %s%s, %d workers", PACKAGE_VERSION,
-	    from_systemd ? "socket from systemd" : socket_path,
-	    "", nworkers);
+	log_info("hpzerod %s ready: %s, %d workers, background %s (budget "
+	    "%.1f GB/s, 0 is unlimited)", PACKAGE_VERSION, from_systemd ?
+	    "socket from systemd" : hpzd_conf.socket, nworkers,
+	    hpzd_conf.scrub ? "scrub on" : "scrub off",
+	    hpzd_conf.background_gbs);
 	sd_notify(0, "READY=1");
 	hpzd_notify_status();
 
@@ -288,8 +366,10 @@ main(int argc, char **argv)
 
 	/* Every region: garbage dropped, range handed back to the kernel. */
 	control_shutdown();
-	if (!from_systemd && unlink(socket_path) == -1 && errno != ENOENT)
-		log_warn("unlink %s", socket_path);
+	if (!from_systemd && unlink(hpzd_conf.socket) == -1 &&
+	    errno != ENOENT)
+		log_warn("unlink %s", hpzd_conf.socket);
+	scrub_stop();
 	worker_stop();
 	event_free(ev_term);
 	event_free(ev_int);

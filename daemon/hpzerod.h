@@ -51,6 +51,7 @@ enum page_action {
 };
 
 struct client;
+struct bucket;
 
 struct region {
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
@@ -83,6 +84,18 @@ struct region {
 	pid_t			 pid;		/* client, for THREAD_ID lookups */
 	int			 polled;	/* in the workers' poll list */
 
+	/* Background work (scrub.c); guarded by scrub_lock. */
+	TAILQ_ENTRY(region)	 bg;		/* in scrub_queue */
+	int			 queued;	/* in scrub_queue */
+	int			 priority;
+	uint64_t		 cursor;	/* next page to scrub or populate */
+	uint64_t		 ahead_lo;	/* pages to allocate ahead */
+	uint64_t		 ahead_hi;	/* exclusive */
+	uint64_t		 ahead_last;	/* last missing fault's page */
+	uint64_t		 ahead_pages;	/* current read-ahead window */
+	atomic_int		 dying;		/* being destroyed: stop */
+	atomic_int		 fault_waiting;	/* a fault waits on a busy page */
+	atomic_uint_fast64_t	 bg_cleared;
 	atomic_uint_fast64_t	 faults;
 	atomic_uint_fast64_t	 cleared;
 	atomic_uint_fast64_t	 populated;
@@ -101,6 +114,7 @@ struct client {
 	struct event		*ev;
 	struct regions		 regions;
 	size_t			 nregions;
+	struct bucket		*budget;	/* background GB/s (scrub.c) */
 };
 TAILQ_HEAD(clients, client);
 
@@ -221,6 +235,12 @@ struct stats {
 	atomic_uint_fast64_t	faults_coalesced;	/* resolved with another */
 	atomic_uint_fast64_t	jobs_split;	/* clears shared by workers */
 	atomic_uint_fast64_t	faults_polled;	/* read by a spinning worker */
+	atomic_uint_fast64_t	bg_pages_cleared;
+	atomic_uint_fast64_t	bg_bytes_cleared;
+	atomic_uint_fast64_t	bg_ns;
+	atomic_uint_fast64_t	bg_pages_populated;
+	atomic_uint_fast64_t	bg_pages_premapped;
+	atomic_uint_fast64_t	bg_throttle_ns;
 };
 
 /* hpzerod.c */
@@ -269,6 +289,8 @@ int		 region_reset(struct region *, uint64_t addr, uint64_t len);
 uint64_t	 region_page_index(const struct region *, uint64_t addr);
 void		 region_wait_page(struct region *, uint64_t idx);
 void		 region_work_done(struct region *);
+void		 region_wake_waiters(struct region *);
+int		 region_set_policy(struct region *, uint32_t flags, int prio);
 int		 region_client_node(pid_t pid, uint64_t addr);
 int		 region_page_node(const struct region *, uint64_t idx);
 
@@ -331,6 +353,45 @@ void		 clear_fence(void);
 void		 clear_range(void *p, size_t len);
 void		 clear_page(void *page, size_t page_size, size_t fault_off,
 		    size_t hot_size);
+
+/* conf.c: hpzerod.conf (INI, parsed with libinih). */
+struct conf {
+	char		 socket[108];		/* [daemon] socket */
+	int		 workers;		/* [daemon] workers, 0: CPUs */
+	char		 clear_kernel[16];	/* [clear] kernel, "": auto */
+	char		 hot_kernel[16];	/* [clear] hot_kernel */
+	uint64_t	 hot_size;		/* [clear] hot_size */
+	uint64_t	 extent;		/* [clear] extent, 0: LLC share */
+	int		 spin_us;		/* [workers] spin_us */
+	int		 route;			/* [workers] route */
+	int		 split;			/* [workers] split */
+	/* [background]: re-read on SIGHUP. */
+	int		 scrub;			/* scrub = yes|no */
+	int		 scrub_threads;		/* threads, 0: one per CPU */
+	double		 background_gbs;	/* gbs, 0: unlimited */
+	double		 client_gbs;		/* client_gbs, 0: unlimited */
+	uint64_t	 ahead_min;		/* ahead_min */
+	uint64_t	 ahead_max;		/* ahead_max */
+};
+void		 conf_defaults(struct conf *);
+int		 conf_load(const char *path, struct conf *, char *why,
+		    size_t whylen);
+int		 conf_parse_bytes(const char *, uint64_t *);
+
+/* scrub.c: background work at SCHED_IDLE: scrub, allocate ahead, premap. */
+int		 scrub_start(const struct conf *);
+void		 scrub_stop(void);
+void		 scrub_configure(const struct conf *);
+void		 scrub_add(struct region *, uint64_t from);
+void		 scrub_remove(struct region *);
+void		 scrub_fault(struct region *, uint64_t idx, enum fault_kind);
+uint64_t	 scrub_pending_pages(void);
+uint64_t	 scrub_region_pending(const struct region *);
+double		 scrub_budget_gbs(int client);
+struct bucket	*bucket_new(double gbs);
+void		 bucket_free(struct bucket *);
+void		 bucket_set(struct bucket *, double gbs);
+uint64_t	 bucket_take(struct bucket *, uint64_t bytes, uint64_t now);
 
 /* control.c */
 extern struct clients	 control_clients;

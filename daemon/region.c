@@ -250,6 +250,9 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	TAILQ_INSERT_TAIL(&region_all, r, all);
 	c->nregions++;
 	worker_poll_add(r);
+	r->priority = HPZ_PRIO_DEFAULT;
+	if (m->flags & (HPZ_DISCARD | HPZ_AHEAD_EAGER))
+		scrub_add(r, 0);
 	*out = r;
 	return (0);
 
@@ -314,6 +317,7 @@ region_destroy(struct region *r)
 {
 	struct client	*c = r->client;
 
+	scrub_remove(r);
 	worker_poll_remove(r);
 	event_del(r->ev);
 	region_drain(r);
@@ -367,6 +371,7 @@ region_reset(struct region *r, uint64_t addr, uint64_t len)
 		state_reset(&r->state[i]);
 	for (i = first; i < last; i++)
 		region_wait_page(r, i);
+	scrub_add(r, first);
 	return (0);
 }
 
@@ -385,6 +390,15 @@ region_wait_page(struct region *r, uint64_t idx)
 	pthread_mutex_lock(&r->lock);
 	while (atomic_load(&r->state[idx]) & PAGE_BUSY)
 		pthread_cond_wait(&r->cond, &r->lock);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* A page left BUSY: wake the faults waiting for it. */
+void
+region_wake_waiters(struct region *r)
+{
+	pthread_mutex_lock(&r->lock);
+	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -442,4 +456,14 @@ region_page_node(const struct region *r, uint64_t idx)
 	    MPOL_F_NODE | MPOL_F_ADDR) == -1)
 		return (r->node);
 	return (node);
+}
+
+/* New flags and priority for a registered region (HPZ_DISCARD stays). */
+int
+region_set_policy(struct region *r, uint32_t flags, int prio)
+{
+	r->flags = (r->flags & HPZ_DISCARD) | (flags & ~HPZ_DISCARD);
+	r->priority = prio;
+	scrub_add(r, 0);
+	return (0);
 }

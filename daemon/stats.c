@@ -113,6 +113,15 @@ stats_fill(struct hpz_msg_status_reply *s)
 	s->faults_polled = atomic_load(&stats.faults_polled);
 	for (i = 0; i < STATS_HIST_BUCKETS && i < HPZ_LATENCY_BUCKETS; i++)
 		s->latency_hist[i] = atomic_load(&stats.hist[i]);
+	s->bg_pages_cleared = atomic_load(&stats.bg_pages_cleared);
+	s->bg_bytes_cleared = atomic_load(&stats.bg_bytes_cleared);
+	s->bg_ns = atomic_load(&stats.bg_ns);
+	s->bg_pages_populated = atomic_load(&stats.bg_pages_populated);
+	s->bg_pages_premapped = atomic_load(&stats.bg_pages_premapped);
+	s->bg_pages_pending = scrub_pending_pages();
+	s->bg_throttle_ns = atomic_load(&stats.bg_throttle_ns);
+	s->bg_budget_mbps = (uint64_t)(scrub_budget_gbs(0) * 1000);
+	s->bg_client_budget_mbps = (uint64_t)(scrub_budget_gbs(1) * 1000);
 }
 
 /*
@@ -147,6 +156,9 @@ stats_regions(struct hpz_msg_regions_reply *rep, uint64_t after_id,
 		e->pages_populated = atomic_load(&r->populated);
 		e->fault_ns_total = atomic_load(&r->fault_ns_total);
 		e->fault_ns_max = atomic_load(&r->fault_ns_max);
+		e->priority = r->priority;
+		e->bg_pages_cleared = atomic_load(&r->bg_cleared);
+		e->bg_pages_pending = scrub_region_pending(r);
 	}
 }
 

@@ -434,10 +434,13 @@ uffd_handle(struct worker *self, struct work *first)
 	idx = region_page_index(r, first->addr);
 	waited = 0;
 	while (!state_claim(&r->state[idx], &was)) {
-		/* Another worker owns it; its map will serve us too. */
+		/* Another worker (or background work) owns it: wait. */
+		atomic_fetch_add(&r->fault_waiting, 1);
 		region_wait_page(r, idx);
+		atomic_fetch_sub(&r->fault_waiting, 1);
 		waited = 1;
 	}
+	scrub_fault(r, idx, first->kind);
 	action = state_fault_action(was, first->kind);
 	/* Raced a fault on the same page that mapped it: just wake. */
 	if (waited && was == PAGE_MAPPED) {

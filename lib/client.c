@@ -614,7 +614,47 @@ hpz_status(struct hpz_status *st)
 	st->faults_polled = s->faults_polled;
 	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
 		st->latency_hist[i] = s->latency_hist[i];
+	st->bg_pages_cleared = s->bg_pages_cleared;
+	st->bg_bytes_cleared = s->bg_bytes_cleared;
+	st->bg_ns = s->bg_ns;
+	st->bg_pages_populated = s->bg_pages_populated;
+	st->bg_pages_premapped = s->bg_pages_premapped;
+	st->bg_pages_pending = s->bg_pages_pending;
+	st->bg_throttle_ns = s->bg_throttle_ns;
+	st->bg_budget_gbs = (double)s->bg_budget_mbps / 1000.0;
+	st->bg_client_budget_gbs = (double)s->bg_client_budget_mbps / 1000.0;
 	return (0);
+}
+
+int
+hpz_set_policy(const struct hpz_region *region, unsigned int flags,
+    int priority)
+{
+	struct hpz_msg_policy	 req;
+	struct hpz_msg		 reply;
+	int			 error;
+
+	if (region == NULL)
+		return (lib_fail(-EINVAL, "region is NULL"));
+	if ((flags & ~HPZ_REGION_FLAGS) != 0)
+		return (lib_fail(-EINVAL, "unknown region flags 0x%x", flags));
+	if (priority < HPZ_PRIO_MIN || priority > HPZ_PRIO_MAX)
+		return (lib_fail(-EINVAL, "priority %d is not %d to %d",
+		    priority, HPZ_PRIO_MIN, HPZ_PRIO_MAX));
+	pthread_mutex_lock(&lib_lock);
+	if (lib_find((uintptr_t)region->addr, region->len, NULL) == NULL) {
+		pthread_mutex_unlock(&lib_lock);
+		return (lib_fail(-ENXIO, "this process has no region "
+		    "registered at exactly that address and length"));
+	}
+	proto_init(&req, HPZ_MSG_POLICY, sizeof(req), 0);
+	req.addr = (uintptr_t)region->addr;
+	req.len = region->len;
+	req.flags = flags;
+	req.priority = priority;
+	error = lib_request(&req, sizeof(req), NULL, 0, &reply, HPZ_MSG_REPLY);
+	pthread_mutex_unlock(&lib_lock);
+	return (error);
 }
 
 int
@@ -656,6 +696,9 @@ hpz_list_regions(struct hpz_region_info *info, size_t max, size_t *count)
 				info[n].pages_populated = e->pages_populated;
 				info[n].fault_ns_total = e->fault_ns_total;
 				info[n].fault_ns_max = e->fault_ns_max;
+				info[n].priority = e->priority;
+				info[n].bg_pages_cleared = e->bg_pages_cleared;
+				info[n].bg_pages_pending = e->bg_pages_pending;
 			}
 			n++;
 		}

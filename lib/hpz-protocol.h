@@ -16,7 +16,7 @@
 
 #include "hpz.h"
 
-#define HPZ_PROTOCOL_VERSION	2
+#define HPZ_PROTOCOL_VERSION	3
 #define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
 
 /* No valid message is larger; receivers read one byte more to see excess. */
@@ -30,6 +30,7 @@ enum hpz_msg_type {
 	HPZ_MSG_RESET = 3,		/* client: struct hpz_msg_range */
 	HPZ_MSG_STATUS = 4,		/* client: header only */
 	HPZ_MSG_REGIONS = 5,		/* client: struct hpz_msg_regions */
+	HPZ_MSG_POLICY = 6,		/* client: struct hpz_msg_policy */
 	HPZ_MSG_REPLY = 64,		/* daemon: struct hpz_msg_reply */
 	HPZ_MSG_STATUS_REPLY = 65,	/* daemon: struct hpz_msg_status_reply */
 	HPZ_MSG_REGIONS_REPLY = 66,	/* daemon: struct hpz_msg_regions_reply */
@@ -106,6 +107,25 @@ struct hpz_msg_status_reply {
 	uint64_t	jobs_split;
 	uint64_t	faults_polled;
 	uint64_t	latency_hist[HPZ_LATENCY_BUCKETS];
+	/* Background work. */
+	uint64_t	bg_pages_cleared;
+	uint64_t	bg_bytes_cleared;
+	uint64_t	bg_ns;
+	uint64_t	bg_pages_populated;
+	uint64_t	bg_pages_premapped;
+	uint64_t	bg_pages_pending;
+	uint64_t	bg_throttle_ns;
+	uint64_t	bg_budget_mbps;		/* 0: unlimited */
+	uint64_t	bg_client_budget_mbps;
+};
+
+/* Change a region's policy (flags and background priority). */
+struct hpz_msg_policy {
+	struct hpz_msg_header hdr;
+	uint64_t	addr;		/* exactly as registered */
+	uint64_t	len;
+	uint32_t	flags;		/* HPZ_REGION_FLAGS */
+	int32_t		priority;	/* HPZ_PRIO_MIN .. HPZ_PRIO_MAX */
 };
 
 /* Ask for the regions (the caller's uid's, or all for root) after an id. */
@@ -129,6 +149,10 @@ struct hpz_msg_region_info {
 	uint64_t	pages_populated;
 	uint64_t	fault_ns_total;
 	uint64_t	fault_ns_max;
+	int32_t		priority;
+	uint32_t	reserved2;
+	uint64_t	bg_pages_cleared;
+	uint64_t	bg_pages_pending;
 };
 
 struct hpz_msg_regions_reply {
@@ -152,6 +176,7 @@ struct hpz_msg {
 		struct hpz_msg_reply		reply;
 		struct hpz_msg_status_reply	status;
 		struct hpz_msg_regions		regions;
+		struct hpz_msg_policy		policy;
 		struct hpz_msg_regions_reply	regions_reply;
 		unsigned char			bytes[HPZ_MSG_MAX + 1];
 	} u;

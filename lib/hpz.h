@@ -22,7 +22,20 @@ extern "C" {
 
 /* hpz_region.flags: region flags. */
 #define HPZ_DISCARD		0x0001u	/* current contents are garbage */
-#define HPZ_REGION_FLAGS	(HPZ_DISCARD)
+#define HPZ_AHEAD_ONFAULT	0x0010u	/* after a fault, allocate the next
+					   pages, adapting to the pattern */
+#define HPZ_AHEAD_EAGER		0x0020u	/* allocate the whole region in the
+					   background */
+#define HPZ_PREMAP		0x0040u	/* map pages once they are ready,
+					   before they are touched */
+#define HPZ_NO_SCRUB		0x0080u	/* garbage is cleared on fault only */
+#define HPZ_REGION_FLAGS	(HPZ_DISCARD | HPZ_AHEAD_ONFAULT | \
+	HPZ_AHEAD_EAGER | HPZ_PREMAP | HPZ_NO_SCRUB)
+
+/* hpz_set_policy() priorities of a region's background work. */
+#define HPZ_PRIO_MIN		0
+#define HPZ_PRIO_DEFAULT	4
+#define HPZ_PRIO_MAX		7
 
 /* hpz_region_create() flags: page size, a separate namespace. */
 #define HPZ_PAGE_2M		0x0000u	/* 2 MiB hugetlb memfd (default) */
@@ -77,6 +90,16 @@ struct hpz_status {
 	unsigned long long jobs_split;		/* clears shared by workers */
 	unsigned long long faults_polled;	/* read by a spinning worker */
 	unsigned long long latency_hist[HPZ_LATENCY_BUCKETS];
+	/* Background work. */
+	unsigned long long bg_pages_cleared;	/* scrubbed ahead of faults */
+	unsigned long long bg_bytes_cleared;
+	unsigned long long bg_ns;		/* time spent clearing them */
+	unsigned long long bg_pages_populated;	/* allocated ahead */
+	unsigned long long bg_pages_premapped;	/* mapped before a touch */
+	unsigned long long bg_pages_pending;	/* garbage not yet scrubbed */
+	unsigned long long bg_throttle_ns;	/* waited on the budgets */
+	double		 bg_budget_gbs;		/* 0: unlimited */
+	double		 bg_client_budget_gbs;
 };
 
 /* One registered region, as hpz_list_regions() returns it. */
@@ -93,6 +116,9 @@ struct hpz_region_info {
 	unsigned long long pages_populated;
 	unsigned long long fault_ns_total;
 	unsigned long long fault_ns_max;
+	int		 priority;
+	unsigned long long bg_pages_cleared;
+	unsigned long long bg_pages_pending;
 };
 
 int		 hpz_register(const struct hpz_region *region);
@@ -102,6 +128,14 @@ int		 hpz_region_create(struct hpz_region *region, size_t len,
 		    unsigned int flags);
 void		 hpz_region_destroy(struct hpz_region *region);
 const char	*hpz_strerror(int err);
+
+/*
+ * Change a registered region's policy: flags (HPZ_AHEAD_*, HPZ_PREMAP,
+ * HPZ_NO_SCRUB; HPZ_DISCARD is ignored) and the priority of its
+ * background work (HPZ_PRIO_MIN .. HPZ_PRIO_MAX).
+ */
+int		 hpz_set_policy(const struct hpz_region *region,
+		    unsigned int flags, int priority);
 
 /* The daemon's (or the library's) reason for this thread's last failure. */
 const char	*hpz_last_error(void);

@@ -46,6 +46,8 @@ proto_size(uint16_t type)
 		return (sizeof(struct hpz_msg_header));
 	case HPZ_MSG_REGIONS:
 		return (sizeof(struct hpz_msg_regions));
+	case HPZ_MSG_POLICY:
+		return (sizeof(struct hpz_msg_policy));
 	case HPZ_MSG_REGIONS_REPLY:
 		return (sizeof(struct hpz_msg_regions_reply));
 	case HPZ_MSG_REPLY:
@@ -70,6 +72,8 @@ proto_type_name(uint16_t type)
 		return ("status");
 	case HPZ_MSG_REGIONS:
 		return ("regions");
+	case HPZ_MSG_POLICY:
+		return ("policy");
 	case HPZ_MSG_REGIONS_REPLY:
 		return ("regions-reply");
 	case HPZ_MSG_REPLY:
@@ -184,6 +188,22 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 			    "bad range addr 0x%llx len %llu",
 			    (unsigned long long)msg->u.range.addr,
 			    (unsigned long long)msg->u.range.len));
+		break;
+	case HPZ_MSG_POLICY:
+		if (!proto_range_ok(msg->u.policy.addr, msg->u.policy.len))
+			return (proto_fail(why, whylen, -EINVAL,
+			    "bad range addr 0x%llx len %llu",
+			    (unsigned long long)msg->u.policy.addr,
+			    (unsigned long long)msg->u.policy.len));
+		if ((msg->u.policy.flags & ~HPZ_REGION_FLAGS) != 0)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "unknown region flags 0x%x", msg->u.policy.flags));
+		if (msg->u.policy.priority < HPZ_PRIO_MIN ||
+		    msg->u.policy.priority > HPZ_PRIO_MAX)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "priority %d is not %d to %d",
+			    msg->u.policy.priority, HPZ_PRIO_MIN,
+			    HPZ_PRIO_MAX));
 		break;
 	case HPZ_MSG_REPLY:
 		if (rep->reserved != 0 || rep->error > 0 || rep->error < -4095)

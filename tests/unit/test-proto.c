@@ -24,7 +24,7 @@
 
 static const uint16_t proto_types[] = {
 	HPZ_MSG_REGISTER, HPZ_MSG_UNREGISTER, HPZ_MSG_RESET, HPZ_MSG_STATUS,
-	HPZ_MSG_REGIONS, HPZ_MSG_REPLY, HPZ_MSG_STATUS_REPLY,
+	HPZ_MSG_REGIONS, HPZ_MSG_POLICY, HPZ_MSG_REPLY, HPZ_MSG_STATUS_REPLY,
 	HPZ_MSG_REGIONS_REPLY,
 };
 #define NTYPES	(sizeof(proto_types) / sizeof(proto_types[0]))
@@ -61,6 +61,11 @@ make_valid(struct hpz_msg *m, uint16_t type)
 	if (type == HPZ_MSG_UNREGISTER || type == HPZ_MSG_RESET) {
 		m->u.range.addr = 0x7f0000000000ULL;
 		m->u.range.len = 4096;
+	}
+	if (type == HPZ_MSG_POLICY) {
+		m->u.policy.addr = 0x7f0000000000ULL;
+		m->u.policy.len = 2 * MiB;
+		m->u.policy.priority = HPZ_PRIO_DEFAULT;
 	}
 	if (type == HPZ_MSG_REPLY)
 		strcpy(m->u.reply.text, "fine");
@@ -158,7 +163,7 @@ Test(proto, size_of_each_type)
 	cr_expect_eq(proto_size(HPZ_MSG_STATUS_REPLY),
 	    sizeof(struct hpz_msg_status_reply));
 	cr_expect_eq(proto_size(0), 0);
-	cr_expect_eq(proto_size(6), 0);
+	cr_expect_eq(proto_size(7), 0);
 	cr_expect_eq(proto_size(63), 0);
 	cr_expect_eq(proto_size(67), 0);
 	cr_expect_eq(proto_size(UINT16_MAX), 0);
@@ -254,7 +259,7 @@ Test(proto, wrong_version)
 
 Test(proto, unknown_type)
 {
-	static const uint16_t	types[] = { 0, 6, 63, 67, UINT16_MAX };
+	static const uint16_t	types[] = { 0, 7, 63, 67, UINT16_MAX };
 	struct hpz_msg		m;
 	size_t			i;
 	char			what[32];
@@ -842,4 +847,50 @@ Test(proto, truncated_fds_leave_earlier_fds_alone)
 	close(b[1]);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+Test(proto, policy_fields)
+{
+	struct hpz_msg	m;
+	char		why[128];
+
+	make_valid(&m, HPZ_MSG_POLICY);
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), 0, "%s", why);
+	m.u.policy.priority = HPZ_PRIO_MAX + 1;
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
+	m.u.policy.priority = -1;
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
+	make_valid(&m, HPZ_MSG_POLICY);
+	m.u.policy.flags = 0x8000;
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
+	make_valid(&m, HPZ_MSG_POLICY);
+	m.u.policy.len = 0;
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
+}
+
+Test(proto, regions_reply_count)
+{
+	struct hpz_msg	m;
+	char		why[128];
+
+	make_valid(&m, HPZ_MSG_REGIONS_REPLY);
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), 0, "%s", why);
+	m.u.regions_reply.count = HPZ_REGIONS_PER_REPLY + 1;
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
+	make_valid(&m, HPZ_MSG_REGIONS_REPLY);
+	m.u.regions_reply.more = 2;
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
+}
+
+Test(proto, status_reply_kernel_names_terminated)
+{
+	struct hpz_msg	m;
+	char		why[128];
+
+	make_valid(&m, HPZ_MSG_STATUS_REPLY);
+	memset(m.u.status.clear_kernel, 'x', sizeof(m.u.status.clear_kernel));
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
+	make_valid(&m, HPZ_MSG_STATUS_REPLY);
+	memset(m.u.status.hot_kernel, 'x', sizeof(m.u.status.hot_kernel));
+	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
 }
