@@ -87,7 +87,7 @@ struct conf_parse {
 	struct conf	 c;		/* the caller's, with the file on top */
 	int		 line;		/* the line inih is on */
 	int		 read_errno;	/* the stream failed, 0: it did not */
-	int		 errline;	/* of the first error we found, 0: none */
+	int		 errline;	/* of our first error, 0: none */
 	char		 reason[256];
 	int		 ahead_line;	/* last ahead_min or ahead_max */
 };
@@ -258,8 +258,8 @@ conf_set(struct conf_parse *p, const struct conf_key *k, const char *value)
 	switch (k->type) {
 	case CONF_PATH:
 		if (strlen(value) < k->min || strlen(value) > k->max)
-			return (conf_fail(p, "%s must be a path of %llu to %llu "
-			    "bytes, not '%s'", k->name,
+			return (conf_fail(p, "%s must be a path of %llu to "
+			    "%llu bytes, not '%s'", k->name,
 			    (unsigned long long)k->min,
 			    (unsigned long long)k->max, value));
 		memcpy(field, value, strlen(value) + 1);
@@ -327,6 +327,11 @@ conf_handler(void *arg, const char *section, const char *name,
 
 	if (p->errline != 0)
 		return (0);
+	/* Only builds of inih with other options call with NULLs. */
+	if (name == NULL)
+		return (1);		/* a new section */
+	if (value == NULL)
+		return (conf_fail(p, "key '%s' has no value", name));
 	for (i = 0; i < CONF_NKEYS; i++) {
 		if (strcmp(conf_keys[i].section, section) != 0)
 			continue;
