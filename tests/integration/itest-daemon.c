@@ -223,3 +223,143 @@ Test(daemon, demo_client_verifies_zeroes)
 	cr_assert_eq(WEXITSTATUS(status), 0, "hpz-demo exit %d",
 	    WEXITSTATUS(status));
 }
+
+/* Start hpzerod with a settings file on a socket of its own. */
+static pid_t
+conf_start(const char *conf, const char *sock)
+{
+	pid_t	pid;
+	int	i;
+
+	unlink(sock);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int	null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 2);
+		execl(daemon_path(), "hpzerod", "--config", conf, "--socket",
+		    sock, (char *)NULL);
+		_exit(121);
+	}
+	for (i = 0; i < 200 && access(sock, F_OK) != 0; i++)
+		usleep(10 * 1000);
+	cr_assert_eq(access(sock, F_OK), 0, "hpzerod did not come up");
+	setenv("HPZ_SOCKET", sock, 1);
+	return (pid);
+}
+
+static void
+conf_write(const char *path, const char *text)
+{
+	FILE	*f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(daemon, settings_file_and_sighup_reload)
+{
+	struct hpz_status	st;
+	char			dir[] = "/tmp/hpz-conf.XXXXXX", conf[128];
+	char			sock[128];
+	pid_t			pid;
+	int			status, i;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	conf_write(conf, "[background]\ngbs = 1.5\nclient_gbs = 0.5\n");
+	pid = conf_start(conf, sock);
+	st = itest_status();
+	cr_assert_float_eq(st.bg_budget_gbs, 1.5, 0.001);
+	cr_assert_float_eq(st.bg_client_budget_gbs, 0.5, 0.001);
+
+	conf_write(conf, "[background]\ngbs = 3\n");
+	kill(pid, SIGHUP);
+	for (i = 0; i < 200; i++) {
+		st = itest_status();
+		if (st.bg_budget_gbs > 2.9)
+			break;
+		usleep(10 * 1000);
+	}
+	cr_assert_float_eq(st.bg_budget_gbs, 3.0, 0.001, "SIGHUP not applied");
+	cr_assert_float_eq(st.bg_client_budget_gbs, 0.0, 0.001);
+
+	/* A broken file on SIGHUP: the daemon keeps its settings. */
+	conf_write(conf, "[background]\ngbs = lots\n");
+	kill(pid, SIGHUP);
+	usleep(100 * 1000);
+	st = itest_status();
+	cr_assert_float_eq(st.bg_budget_gbs, 3.0, 0.001);
+
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unlink(conf);
+	rmdir(dir);
+}
+
+Test(daemon, bad_settings_file_refused_at_start)
+{
+	char	dir[] = "/tmp/hpz-conf.XXXXXX", conf[128], cmd[1024];
+	int	status;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
+	conf_write(conf, "[workers]\nroute = sideways\n");
+	snprintf(cmd, sizeof(cmd), "%s --config %s --socket %s/x.sock 2>&1 | "
+	    "grep -q 'hpzerod.conf:2: route must be'", daemon_path(), conf,
+	    dir);
+	status = system(cmd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "no line-numbered reason for a bad settings file");
+	snprintf(cmd, sizeof(cmd), "%s --config %s/missing.conf --socket "
+	    "%s/x.sock 2>/dev/null", daemon_path(), dir, dir);
+	status = system(cmd);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+	unlink(conf);
+	rmdir(dir);
+}
+
+Test(daemon, background_budget_throttles_scrub)
+{
+	struct hpz_status	 st;
+	struct hpz_region	 r;
+	char			 dir[] = "/tmp/hpz-conf.XXXXXX", conf[128];
+	char			 sock[128];
+	unsigned char		*alias;
+	size_t			 first;
+	pid_t			 pid;
+	int			 status;
+
+	itest_need_pages(2048, 16);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	/* 50 MB/s: 32 MiB of garbage takes well over half a second. */
+	conf_write(conf, "[background]\ngbs = 0.05\n");
+	pid = conf_start(conf, sock);
+	cr_assert_eq(hpz_region_create(&r, 32 * MiB, HPZ_PAGE_2M), 0);
+	alias = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd, 0);
+	cr_assert_neq(alias, MAP_FAILED);
+	memset(alias, 0x6d, r.len);
+	r.flags = HPZ_DISCARD;
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	usleep(200 * 1000);
+	st = itest_status();
+	cr_assert_gt(st.bg_throttle_ns, 0, "the budget never held work back");
+	cr_assert_gt(st.bg_pages_pending, 0,
+	    "32 MiB scrubbed in 200 ms under a 50 MB/s budget");
+	/* Faults do not wait for the budget: they clear on their own. */
+	cr_assert_eq(itest_count_nonzero(r.addr, r.len, &first), 0,
+	    "stale byte at %zu", first);
+	hpz_region_destroy(&r);
+	munmap(alias, 32 * MiB);
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unlink(conf);
+	rmdir(dir);
+}
