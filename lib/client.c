@@ -471,6 +471,16 @@ hpz_register(const struct hpz_region *region)
 	lr->uffd = uffd;
 	lr->next = lib_regions;
 	lib_regions = lr;
+	/*
+	 * Garbage may still be mapped here from before: drop our page tables
+	 * so that every first access faults and reads zero.
+	 */
+	if ((region->flags & HPZ_DISCARD) &&
+	    madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
+		pthread_mutex_unlock(&lib_lock);
+		return (lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
+		    strerror(errno)));
+	}
 	pthread_mutex_unlock(&lib_lock);
 	return (0);
 

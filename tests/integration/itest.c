@@ -345,6 +345,19 @@ Test(serve, discard_region_reads_zero)
 	hpz_region_destroy(&r);
 }
 
+Test(serve, discard_hides_garbage_already_mapped)
+{
+	struct hpz_region	r;
+
+	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
+	/* Written through the very mapping we register: it is mapped. */
+	memset(r.addr, 0xd2, r.len);
+	r.flags = HPZ_DISCARD;
+	itest_register(&r);
+	itest_assert_zero(&r, "discard region that was mapped");
+	hpz_region_destroy(&r);
+}
+
 Test(serve, discard_shmem_region_reads_zero)
 {
 	struct hpz_region	 r;
