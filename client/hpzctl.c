@@ -270,10 +270,15 @@ hpzctl_status(int argc, char **argv)
 	    "ahead, %llu premapped, %llu garbage pending\n", "background:",
 	    st.bg_pages_cleared, hpzctl_gbs(st.bg_bytes_cleared, st.bg_ns),
 	    st.bg_pages_populated, st.bg_pages_premapped, st.bg_pages_pending);
-	printf("  %-18s %s%.1f GB/s in all, %s%.1f GB/s a client\n",
-	    "background budget:", st.bg_budget_gbs == 0 ? "unlimited " : "",
-	    st.bg_budget_gbs, st.bg_client_budget_gbs == 0 ? "unlimited " : "",
-	    st.bg_client_budget_gbs);
+	printf("  %-18s ", "background budget:");
+	if (st.bg_budget_gbs == 0)
+		printf("unlimited in all, ");
+	else
+		printf("%.1f GB/s in all, ", st.bg_budget_gbs);
+	if (st.bg_client_budget_gbs == 0)
+		printf("unlimited a client\n");
+	else
+		printf("%.1f GB/s a client\n", st.bg_client_budget_gbs);
 	if (st.faults > 0)
 		printf("  %-18s p50 < %.0f us, p99 < %.0f us, max %.0f us\n",
 		    "fault latency:", hpzctl_percentile(&st, 0.50) / 1e3,
@@ -460,7 +465,11 @@ hpzctl_stats_json(const struct hpz_status *st)
 	    json_object_object_add(obj, "bulk_gbs", s) != 0 ||
 	    (s = json_object_new_double(hpzctl_gbs(st->hot_bytes,
 	    st->hot_ns))) == NULL ||
-	    json_object_object_add(obj, "hot_gbs", s) != 0)
+	    json_object_object_add(obj, "hot_gbs", s) != 0 ||
+	    (s = json_object_new_double(st->bg_budget_gbs)) == NULL ||
+	    json_object_object_add(obj, "bg_budget_gbs", s) != 0 ||
+	    (s = json_object_new_double(st->bg_client_budget_gbs)) == NULL ||
+	    json_object_object_add(obj, "bg_client_budget_gbs", s) != 0)
 		goto nomem;
 	if ((arr = json_object_new_array()) == NULL ||
 	    json_object_object_add(obj, "latency_hist", arr) != 0)

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/userfaultfd.h>
 
 #include "hpzerod.h"
 
@@ -273,22 +275,31 @@ scrub_pending_pages(void)
 	return (n);
 }
 
-/* Map a ready page before the client touches it. */
+/*
+ * Map a ready page before the client touches it.  EEXIST: the client still
+ * has it mapped (its own zap is on the way), which is no premap.
+ */
 static int
 scrub_premap(struct region *r, uint64_t idx)
 {
-	int	error;
+	struct uffdio_continue	uc;
 
-	error = uffd_continue(r, r->addr + idx * r->page_size, r->page_size);
-	if (error == 0)
-		atomic_fetch_add(&stats.bg_pages_premapped, 1);
-	return (error);
+	memset(&uc, 0, sizeof(uc));
+	uc.range.start = r->addr + idx * r->page_size;
+	uc.range.len = r->page_size;
+	if (ioctl(r->uffd, UFFDIO_CONTINUE, &uc) == -1)
+		return (-errno);
+	atomic_fetch_add(&stats.bg_pages_premapped, 1);
+	return (0);
 }
 
 /*
  * Clear one garbage page with streaming stores, an extent at a time; give
  * up (leaving it garbage) as soon as a fault waits for the page, so that
- * no fault waits behind more than one extent.  1 if cleared.
+ * no fault waits behind more than one extent.  The page is allocated
+ * first: writing through our mapping to a page the file lacks would take
+ * one from the pool, or kill us with SIGBUS when the pool is empty.
+ * 1 if cleared.
  */
 static int
 scrub_clear(struct region *r, uint64_t idx)
@@ -296,13 +307,16 @@ scrub_clear(struct region *r, uint64_t idx)
 	uint64_t	ext, off, n, t0;
 	char		*page = (char *)r->map + idx * r->page_size;
 
+	if (fallocate(r->fd, 0, (off_t)(r->offset + idx * r->page_size),
+	    (off_t)r->page_size) == -1)
+		return (0);	/* no page to be had: the fault will say so */
+
 	ext = worker_config.extent_max != 0 ? worker_config.extent_max :
 	    plan_extent_max(topo.llc_share);
 	for (off = 0; off < r->page_size; off += n) {
 		if (off != 0 && atomic_load(&r->fault_waiting) != 0)
 			return (0);
 		n = r->page_size - off < ext ? r->page_size - off : ext;
-		scrub_throttle(r, n);
 		t0 = stats_now_ns();
 		clear_bulk(page + off, n);
 		atomic_fetch_add(&stats.bg_ns, stats_now_ns() - t0);
@@ -344,6 +358,11 @@ scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n)
 			return;
 	}
 	for (i = lo; i < lo + n && !atomic_load(&r->dying); i++) {
+		/* Wait for the budget before taking the page, not holding it. */
+		if (kind == SCRUB_SCAN && scrub &&
+		    (atomic_load(&r->state[i]) & PAGE_STATE_MASK) ==
+		    PAGE_GARBAGE)
+			scrub_throttle(r, r->page_size);
 		if (!state_claim(&r->state[i], &was))
 			continue;	/* a fault has it */
 		now = was;
@@ -449,7 +468,11 @@ scrub_configure(const struct conf *c)
 {
 	struct client	*cl;
 
+	struct region	*r;
+	int		 was;
+
 	pthread_mutex_lock(&scrub_lock);
+	was = scrub_enabled;
 	scrub_enabled = c->scrub;
 	scrub_client_gbs = c->client_gbs;
 	scrub_ahead_min = c->ahead_min;
@@ -461,6 +484,10 @@ scrub_configure(const struct conf *c)
 	TAILQ_FOREACH(cl, &control_clients, entry)
 		if (cl->budget != NULL)
 			bucket_set(cl->budget, c->client_gbs);
+	/* Garbage left while scrubbing was off: go over it now. */
+	if (!was && c->scrub)
+		TAILQ_FOREACH(r, &region_all, all)
+			scrub_add(r, 0);
 }
 
 /* Start the background threads, one per online CPU unless told. */

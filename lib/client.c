@@ -452,6 +452,17 @@ hpz_register(const struct hpz_region *region)
 		goto dofork;
 	}
 
+	/*
+	 * Garbage may still be mapped here from before: drop our page tables
+	 * now that the range is registered (a touch from here on waits for
+	 * the daemon), so every first access faults and reads zero.
+	 */
+	if ((region->flags & HPZ_DISCARD) &&
+	    madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
+		error = lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
+		    strerror(errno));
+		goto dofork;
+	}
 	proto_init(&req, HPZ_MSG_REGISTER, sizeof(req), 0);
 	req.addr = (uintptr_t)region->addr;
 	req.len = region->len;
@@ -471,16 +482,6 @@ hpz_register(const struct hpz_region *region)
 	lr->uffd = uffd;
 	lr->next = lib_regions;
 	lib_regions = lr;
-	/*
-	 * Garbage may still be mapped here from before: drop our page tables
-	 * so that every first access faults and reads zero.
-	 */
-	if ((region->flags & HPZ_DISCARD) &&
-	    madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
-		pthread_mutex_unlock(&lib_lock);
-		return (lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
-		    strerror(errno)));
-	}
 	pthread_mutex_unlock(&lib_lock);
 	return (0);
 
