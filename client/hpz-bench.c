@@ -13,6 +13,15 @@
  * page: that access is the fault), then the read of the 64 cache lines of
  * the subpage that faulted, then reads one byte of every 4 KiB.  Every
  * byte hpzerod served is read back and must be zero.
+ *
+ * The other modes measure the daemon's background work (daemon/scrub.c):
+ * "idle-recycled" and "idle-premap" leave the region idle after hpz_reset
+ * while polling hpz_status, to see how fast the SCHED_IDLE scrubbers clear
+ * it (and, with HPZ_PREMAP, map it) before the touch; "idle-fresh-eager"
+ * and "idle-fresh-eager-premap" do the same for a fresh region populated
+ * by HPZ_AHEAD_EAGER; "onfault-ahead" touches a fresh HPZ_AHEAD_ONFAULT
+ * region at once; "busy-recycled" touches a recycled region while the
+ * scrubbers clear a second one, beside the same touch without it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -79,8 +88,54 @@ static const struct bench_page bench_pages[] = {
 };
 #define BENCH_NPAGES	(sizeof bench_pages / sizeof bench_pages[0])
 
-static const char *const bench_modes[] = { "recycled", "fresh" };
+/* What the daemon does in the background, and what we measure of it. */
+enum {
+	BG_NONE,		/* the first two modes: nothing printed */
+	BG_CLEAR,		/* scrubbers clear garbage pages */
+	BG_POPULATE,		/* scrubbers allocate pages: the kernel zeroes */
+};
+
+/* A mode: how the hpzerod region is set up before it is touched. */
+struct bench_mode {
+	const char	*name;		/* on the command line */
+	unsigned int	 flags;		/* hpz_region.flags at hpz_register */
+	int		 recycle;	/* write a pattern, then hpz_reset */
+	int		 idle;		/* idle for T before the touch */
+	int		 busy;		/* a second region scrubbed meanwhile */
+	int		 bg;		/* BG_*: the background work to rate */
+	const char	*what;		/* for the table */
+};
+
+static const struct bench_mode bench_modes[] = {
+	{ "recycled",		0,			1, 0, 0, BG_NONE,
+	    NULL },
+	{ "fresh",		0,			0, 0, 0, BG_NONE,
+	    NULL },
+	{ "idle-recycled",	0,			1, 1, 0, BG_CLEAR,
+	    "written, hpz_reset, idle while the scrubbers clear it, touched" },
+	{ "idle-premap",	HPZ_PREMAP,		1, 1, 0, BG_CLEAR,
+	    "HPZ_PREMAP; written, hpz_reset, idle while the scrubbers clear"
+	    " and map it, touched" },
+	{ "idle-fresh-eager",	HPZ_AHEAD_EAGER,	0, 1, 0, BG_POPULATE,
+	    "fresh, HPZ_AHEAD_EAGER; idle while it is allocated, touched" },
+	{ "idle-fresh-eager-premap", HPZ_AHEAD_EAGER | HPZ_PREMAP,
+						0, 1, 0, BG_POPULATE,
+	    "fresh, HPZ_AHEAD_EAGER|HPZ_PREMAP; idle while it is allocated"
+	    " and mapped, touched" },
+	{ "onfault-ahead",	HPZ_AHEAD_ONFAULT,	0, 0, 0, BG_POPULATE,
+	    "fresh, HPZ_AHEAD_ONFAULT; touched at once" },
+	{ "busy-recycled",	0,			1, 0, 1, BG_CLEAR,
+	    "written, hpz_reset and touched right after a second region's"
+	    " hpz_reset (busy), beside the same touch alone (quiet)" },
+};
 #define BENCH_NMODES	(sizeof bench_modes / sizeof bench_modes[0])
+#define BENCH_MODE_RECYCLED	0	/* index of "recycled" */
+
+#define BENCH_IDLE_MIN_MS	50	/* default idle time, at least */
+#define BENCH_IDLE_MAX_MS	600000	/* -I */
+#define BENCH_IDLE_GBS		10.0	/* for T when nothing was measured */
+#define BENCH_POLL_MIN_NS	100000ULL	/* hpz_status while idle: */
+#define BENCH_POLL_MAX_NS	1000000ULL	/* 1/20 of the expected time */
 
 /* The figures of one touch; latencies in microseconds, reads in ns. */
 enum {
@@ -107,6 +162,55 @@ static const struct {
 	{ "read_after_fault_p99_ns",	"read-after-fault p99",	0, 1 },
 };
 
+/*
+ * Figures of the background work, hpzerod's side only, one a run; NAN
+ * where a run has none (work not done within the idle time).  Which modes
+ * have which: bench_x_applies().
+ */
+enum {
+	X_IDLE_MS,		/* the idle time T */
+	X_DONE_MS,		/* background work done: pending 0, all
+				   populated; from hpz_reset or hpz_register */
+	X_PREMAP_MS,		/* every page premapped */
+	X_BG_GBS,		/* bytes cleared (populated) / time to done */
+	X_BG_1CORE,		/* X_BG_GBS / the single-core clear bandwidth */
+	X_SCRUB_GBS,		/* bg_bytes_cleared / bg_ns: one scrubber */
+	X_BG_CLEARED,		/* pages the scrubbers cleared */
+	X_BG_POPULATED,		/* pages allocated ahead */
+	X_BG_PREMAPPED,		/* pages mapped before the touch */
+	X_TOUCH_FAULTS,		/* faults the daemon resolved in the touch */
+	X_TOUCH_MISSING,	/* of which on pages not allocated yet */
+	X_TOUCH_BG_CLEARED,	/* pages scrubbed during the (busy) touch */
+	X_PENDING_AFTER,	/* garbage pages left right after the touch */
+	BENCH_NX
+};
+
+enum {
+	XF_FIG,			/* a figure, bench_fmt */
+	XF_RATIO,		/* a ratio, two decimals */
+	XF_COUNT,		/* a count, no decimals */
+};
+
+static const struct {
+	const char	*json;
+	const char	*label;
+	int		 format;	/* XF_* */
+} bench_x[BENCH_NX] = {
+	{ "idle_ms",			"idle ms",		XF_FIG },
+	{ "bg_done_ms",			"bg done ms",		XF_FIG },
+	{ "premap_done_ms",		"all premapped ms",	XF_FIG },
+	{ "bg_gbs",			"bg GB/s",		XF_FIG },
+	{ "bg_over_1core",		"bg / 1-core clear",	XF_RATIO },
+	{ "scrubber_gbs_while_clearing", "scrubber GB/s clearing",	XF_FIG },
+	{ "bg_pages_cleared",		"bg pages cleared",	XF_COUNT },
+	{ "bg_pages_populated",		"bg pages populated",	XF_COUNT },
+	{ "bg_pages_premapped",		"bg pages premapped",	XF_COUNT },
+	{ "touch_faults",		"faults in the touch",	XF_COUNT },
+	{ "touch_faults_missing",	"  of which missing",	XF_COUNT },
+	{ "touch_bg_pages_cleared",	"bg pages cleared in it", XF_COUNT },
+	{ "pending_after_touch",	"pending after touch",	XF_COUNT },
+};
+
 enum {
 	SIDE_KERNEL,
 	SIDE_HPZ,
@@ -129,6 +233,11 @@ struct bench_case {
 	int			 done;		/* runs completed */
 	double			*fig[BENCH_NFIGS][BENCH_NSIDES];
 	double			*reset_ms;
+	double			 idle_ms;	/* T, for idle modes */
+	uint64_t		 poll_ns;	/* hpz_status while idle */
+	double			*x[BENCH_NX];	/* bench_x figures, a run */
+	double			*quiet[BENCH_NFIGS][2];	/* busy: quiet,
+							   busy/quiet */
 	struct hpz_status	 before, after;
 };
 
@@ -145,6 +254,7 @@ struct bench {
 	int			 modes[BENCH_NMODES];
 	int			 nmodes;
 	int			 json;
+	double			 idle_ms;	/* -I, or < 0 */
 	unsigned long long	 verified;	/* bytes read back zero */
 	int			 warmed[BENCH_NPAGES];
 	struct bench_case	*cases;
@@ -166,6 +276,7 @@ struct bench_thread {
 	size_t			 lo, hi, page;
 	double			*fault_ns;	/* per huge page of the share */
 	double			*read_ns;
+	uint64_t		 start, end;	/* its own clock */
 	unsigned long		 sink;
 };
 
@@ -203,6 +314,25 @@ static int	bench_kernel_run(struct bench_case *, int, double *,
 		    double *);
 static int	bench_hpz_run(struct bench *, struct bench_case *, int,
 		    double *, double *);
+static int	bench_x_applies(const struct bench_mode *, int);
+static int	bench_has_bg(const struct bench *);
+static double	bench_nt_median(const struct bench *);
+static double	bench_idle_time(const struct bench *,
+		    const struct bench_case *);
+static uint64_t	bench_poll_time(const struct bench *,
+		    const struct bench_case *);
+static void	bench_sleep_until(uint64_t);
+static int	bench_st(const struct bench *, struct hpz_status *);
+static int	bench_idle(struct bench *, struct bench_case *, uint64_t,
+		    const struct hpz_status *, double *, double *,
+		    struct hpz_status *, struct hpz_status *);
+static double	bench_rate(double, double);
+static int	bench_region_new(struct bench *, struct bench_case *, int,
+		    struct hpz_region *, unsigned int, int *, int *);
+static int	bench_region_end(struct bench *, struct hpz_region *, int,
+		    int);
+static int	bench_hpz_busy_run(struct bench *, struct bench_case *, int,
+		    double *, double *);
 static int	bench_warm(struct bench *, struct bench_case *);
 static int	bench_case_run(struct bench *, struct bench_case *);
 static double	bench_clear_pass(const struct clear_kernel *,
@@ -211,7 +341,11 @@ static void	bench_nt(struct bench *);
 static double	bench_clock(void);
 static void	bench_fmt(double, char *, size_t);
 static void	bench_cell(const double *, int, int, double, char *, size_t);
-static void	bench_print_case(const struct bench_case *);
+static void	bench_wrap(const char *, int, int);
+static void	bench_print_case(const struct bench *,
+		    const struct bench_case *);
+static void	bench_print_bg(const struct bench *,
+		    const struct bench_case *);
 static void	bench_print(const struct bench *);
 static double	bench_nt_ratio(const struct bench *, double *, double *);
 static void	bench_cpu(char *, size_t);
@@ -223,7 +357,8 @@ bench_usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: hpz-bench [-h] [--json] [-s socket] [-S size] [-r runs]\n"
-	    "                 [-t threads,...] [-p 2m,1g] [-m recycled,fresh]\n"
+	    "                 [-t threads,...] [-p 2m,1g] [-m mode,...|all]\n"
+	    "                 [-I ms]\n"
 	    "  -s socket   hpzerod's socket (default $HPZ_SOCKET,\n"
 	    "              then %s)\n"
 	    "  -S size     region size with K, M, G or T (default 1G; for 1g\n"
@@ -231,10 +366,17 @@ bench_usage(FILE *f)
 	    "  -r runs     runs a case (default %d)\n"
 	    "  -t list     touching threads (default 1,2)\n"
 	    "  -p list     page sizes (default 2m,1g)\n"
-	    "  -m list     modes (default recycled,fresh)\n"
+	    "  -m list     modes (default recycled,fresh), or all:\n"
+	    "              recycled, fresh, idle-recycled, idle-premap,\n"
+	    "              idle-fresh-eager, idle-fresh-eager-premap,\n"
+	    "              onfault-ahead, busy-recycled\n"
+	    "  -I ms       idle time of the idle-* modes (default: twice the\n"
+	    "              region at the single-core clear bandwidth, at\n"
+	    "              least %d ms)\n"
 	    "  --json      one JSON object on stdout instead of the table\n"
 	    "exit status: 0 done (cases may be skipped), 1 failure or a"
-	    " non-zero byte, 2 usage\n", HPZ_SOCKET_DEFAULT, BENCH_RUNS);
+	    " non-zero byte, 2 usage\n", HPZ_SOCKET_DEFAULT, BENCH_RUNS,
+	    BENCH_IDLE_MIN_MS);
 }
 
 /* A bad command line: say what is wrong, show the usage, exit 2. */
@@ -259,7 +401,7 @@ bench_progress(const struct bench_case *c, const char *fmt, ...)
 	va_list	ap;
 
 	fprintf(stderr, "case %s %s t=%d: ", c->page->name,
-	    bench_modes[c->mode], c->threads);
+	    bench_modes[c->mode].name, c->threads);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -391,8 +533,14 @@ bench_parse_lists(struct bench *b, int opt, const char *arg)
 			b->pages[n++] = &bench_pages[i];
 			break;
 		default:
+			if (strcmp(item, "all") == 0 && n == 0 &&
+			    comma == NULL) {
+				for (i = 0; i < BENCH_NMODES; i++)
+					b->modes[n++] = (int)i;
+				break;
+			}
 			for (i = 0; i < BENCH_NMODES; i++)
-				if (strcmp(item, bench_modes[i]) == 0)
+				if (strcmp(item, bench_modes[i].name) == 0)
 					break;
 			if (i == BENCH_NMODES || n == (int)BENCH_NMODES)
 				return (-1);
@@ -482,6 +630,7 @@ bench_thread_main(void *arg)
 	size_t				 pg, lo, hi, off, fault, k = 0, i;
 
 	pthread_barrier_wait(t->barrier);
+	t->start = bench_now();
 	for (pg = t->lo - t->lo % t->page; pg < t->hi; pg += t->page) {
 		lo = pg > t->lo ? pg : t->lo;
 		hi = pg + t->page < t->hi ? pg + t->page : t->hi;
@@ -503,15 +652,20 @@ bench_thread_main(void *arg)
 		for (off = lo; off < hi; off += BENCH_SUBPAGE)
 			sum += b[off];
 	}
+	t->end = bench_now();
 	t->sink = sum;
 	return (NULL);
 }
 
 /*
- * Touch [addr, addr + size) with all threads; seconds from the barrier
- * that releases them to the last join.  Threads are made before the clock
- * starts: creating one takes the mmap lock, which the faults want too.
- * fault_ns and read_ns get one entry per (thread, huge page) piece.
+ * Touch [addr, addr + size) with all threads; seconds from the first
+ * thread's start (right after the barrier that releases them) to the last
+ * one's end, each read on the touching thread itself: the thread that
+ * releases the barrier may be preempted by the one it wakes (on its own
+ * CPU), and a touch that takes no fault never gives the CPU back.  Threads
+ * are made before the clock starts: creating one takes the mmap lock,
+ * which the faults want too.  fault_ns and read_ns get one entry per
+ * (thread, huge page) piece.
  */
 static double
 bench_touch(void *addr, size_t size, size_t page, int threads,
@@ -554,10 +708,14 @@ bench_touch(void *addr, size_t size, size_t page, int threads,
 	}
 
 	pthread_barrier_wait(&barrier);
-	t0 = bench_now();
 	for (i = 0; i < threads; i++)
 		pthread_join(t[i].tid, NULL);
-	t1 = bench_now();
+	t0 = t[0].start;
+	t1 = t[0].end;
+	for (i = 1; i < threads; i++) {
+		t0 = t[i].start < t0 ? t[i].start : t0;
+		t1 = t[i].end > t1 ? t[i].end : t1;
+	}
 
 	for (i = 0; i < threads; i++)
 		bench_sink += t[i].sink;
@@ -590,18 +748,26 @@ bench_pct(double *v, size_t n, double p)
 	return (v[(rank > n ? n : rank) - 1]);
 }
 
-/* Median, min and max of n figures; v is left as it is. */
+/*
+ * Median, min and max of the n figures that are finite (a run without a
+ * figure holds NAN); NAN when there are none.  v is left as it is.
+ */
 static void
 bench_stats(const double *v, int n, double *med, double *min, double *max)
 {
 	double	*s;
+	int	 i, k = 0;
 
+	s = bench_alloc((size_t)(n > 0 ? n : 1) * sizeof *s);
+	for (i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			s[k++] = v[i];
+	n = k;
 	if (n == 0) {
 		*med = *min = *max = NAN;
+		free(s);
 		return;
 	}
-	s = bench_alloc((size_t)n * sizeof *s);
-	memcpy(s, v, (size_t)n * sizeof *s);
 	qsort(s, (size_t)n, sizeof *s, bench_cmp);
 	*min = s[0];
 	*max = s[n - 1];
@@ -666,7 +832,8 @@ bench_verify(struct bench *b, const struct bench_case *c,
 		fprintf(stderr, "hpz-bench: case %s %s t=%d, run %d: %zu of"
 		    " %zu bytes served by hpzerod are not zero; the first at"
 		    " offset %zu (0x%zx, huge page %zu) reads 0x%02x\n",
-		    c->page->name, bench_modes[c->mode], c->threads, run, bad,
+		    c->page->name, bench_modes[c->mode].name, c->threads,
+		    run, bad,
 		    c->size, first, first, first / c->page->size, firstval);
 		return (-1);
 	}
@@ -774,40 +941,287 @@ bench_kernel_run(struct bench_case *c, int run, double *out,
 	return (0);
 }
 
+/* Which bench_x figures a mode has. */
+static int
+bench_x_applies(const struct bench_mode *m, int x)
+{
+	if (m->bg == BG_NONE)
+		return (0);
+	switch (x) {
+	case X_IDLE_MS:
+	case X_DONE_MS:
+		return (m->idle);
+	case X_PREMAP_MS:
+		return (m->idle && (m->flags & HPZ_PREMAP) != 0);
+	case X_BG_GBS:
+	case X_BG_1CORE:
+	case X_TOUCH_FAULTS:
+		return (1);
+	case X_SCRUB_GBS:
+	case X_BG_CLEARED:
+		return (m->bg == BG_CLEAR);
+	case X_BG_POPULATED:
+	case X_TOUCH_MISSING:
+		return (m->bg == BG_POPULATE);
+	case X_BG_PREMAPPED:
+		return ((m->flags & HPZ_PREMAP) != 0);
+	case X_TOUCH_BG_CLEARED:
+	case X_PENDING_AFTER:
+		return (m->busy);
+	}
+	return (0);
+}
+
+/* Does any case measure background work? */
+static int
+bench_has_bg(const struct bench *b)
+{
+	int	 i;
+
+	for (i = 0; i < b->ncases; i++)
+		if (bench_modes[b->cases[i].mode].bg != BG_NONE)
+			return (1);
+	return (0);
+}
+
+/* The single-core clear bandwidth (GB/s, median of the passes) or NAN. */
+static double
+bench_nt_median(const struct bench *b)
+{
+	double	 med, lo, hi;
+
+	if (!b->nt_ok)
+		return (NAN);
+	bench_stats(b->nt[b->nt_bulk], BENCH_NT_PASSES, &med, &lo, &hi);
+	return (med);
+}
+
 /*
- * One hpzerod touch: a new region (recycled: written with a pattern and
- * hpz_reset), touched, read back.  0 done, -1 case skipped, else the exit
- * status.  Only the touch and the reset are timed.
+ * The idle time T of a case, in ms: -I, else twice the time one core
+ * takes to clear the region (the daemon's own start-up figure when we
+ * could not measure it), at least BENCH_IDLE_MIN_MS.
+ */
+static double
+bench_idle_time(const struct bench *b, const struct bench_case *c)
+{
+	double	 gbs, ms;
+
+	if (b->idle_ms >= 0)
+		return (b->idle_ms);
+	gbs = bench_nt_median(b);
+	if (!(gbs > 0))
+		gbs = b->status.clear_gbs > 0 ? b->status.clear_gbs :
+		    BENCH_IDLE_GBS;
+	ms = 2.0 * (double)c->size / (gbs * 1e9) * 1e3;
+	return (ms < BENCH_IDLE_MIN_MS ? BENCH_IDLE_MIN_MS : ms);
+}
+
+/*
+ * How often to ask hpz_status while idle: a twentieth of the time one
+ * core takes to clear the region, within BENCH_POLL_MIN_NS and _MAX_NS.
+ * Each ask wakes the daemon's main thread, which preempts a scrubber.
+ */
+static uint64_t
+bench_poll_time(const struct bench *b, const struct bench_case *c)
+{
+	double	 gbs, ns;
+
+	gbs = bench_nt_median(b);
+	if (!(gbs > 0))
+		gbs = b->status.clear_gbs > 0 ? b->status.clear_gbs :
+		    BENCH_IDLE_GBS;
+	ns = (double)c->size / gbs / 20.0;
+	if (ns < (double)BENCH_POLL_MIN_NS)
+		return (BENCH_POLL_MIN_NS);
+	if (ns > (double)BENCH_POLL_MAX_NS)
+		return (BENCH_POLL_MAX_NS);
+	return ((uint64_t)ns / 1000 * 1000);
+}
+
+/* Sleep until the monotonic clock reads ns. */
+static void
+bench_sleep_until(uint64_t ns)
+{
+	struct timespec	 ts;
+
+	ts.tv_sec = (time_t)(ns / 1000000000ULL);
+	ts.tv_nsec = (long)(ns % 1000000000ULL);
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	    EINTR)
+		;
+}
+
+/* hpz_status, saying why it failed: 0, or -1. */
+static int
+bench_st(const struct bench *b, struct hpz_status *st)
+{
+	int	 error;
+
+	if ((error = hpz_status(st)) != 0) {
+		bench_hpz_error(b, "hpz_status", error);
+		return (-1);
+	}
+	return (0);
+}
+
+/* GB/s of bytes in ms; NAN without a time. */
+static double
+bench_rate(double bytes, double ms)
+{
+	return (ms > 0 ? bytes / (ms / 1e3) / 1e9 : NAN);
+}
+
+/*
+ * Leave the region idle until T after t0 (just before hpz_reset or
+ * hpz_register), asking hpz_status every c->poll_ns while work is left:
+ * when no garbage page is pending (BG_CLEAR) or the whole region has been
+ * allocated (BG_POPULATE), and, with HPZ_PREMAP, when every page has been
+ * mapped.  The counters are global: this daemon must serve nobody else.
+ * done_ms and premap_ms are NAN when T ran out first; at_done is the
+ * status that saw the work done (else the last in T), end the one at T.
+ */
+static int
+bench_idle(struct bench *b, struct bench_case *c, uint64_t t0,
+    const struct hpz_status *s0, double *done_ms, double *premap_ms,
+    struct hpz_status *at_done, struct hpz_status *end)
+{
+	const struct bench_mode	*m = &bench_modes[c->mode];
+	struct hpz_status	 st;
+	unsigned long long	 npages = c->size / c->page->size;
+	uint64_t		 deadline, next, now;
+	int			 want_done = 1, want_premap, done;
+
+	want_premap = (m->flags & HPZ_PREMAP) != 0;
+	*done_ms = *premap_ms = NAN;
+	*at_done = *s0;
+	deadline = t0 + (uint64_t)(c->idle_ms * 1e6);
+	next = t0;
+	while (want_done || want_premap) {
+		next += c->poll_ns;
+		if (next >= deadline)
+			break;
+		bench_sleep_until(next);
+		if (bench_st(b, &st) != 0)
+			return (-1);
+		now = bench_now();
+		if (want_done) {
+			*at_done = st;
+			if (m->bg == BG_CLEAR)
+				done = st.bg_pages_pending == 0;
+			else
+				done = st.bg_pages_populated -
+				    s0->bg_pages_populated >= npages;
+			if (done) {
+				*done_ms = (double)(now - t0) / 1e6;
+				want_done = 0;
+			}
+		}
+		if (want_premap && st.bg_pages_premapped -
+		    s0->bg_pages_premapped >= npages) {
+			*premap_ms = (double)(now - t0) / 1e6;
+			want_premap = 0;
+		}
+		/* The clock may have passed the next poll: skip it. */
+		if (now > next + c->poll_ns)
+			next = now;
+	}
+	bench_sleep_until(deadline);
+	if (bench_st(b, end) != 0)
+		return (-1);
+	if (want_done)
+		*at_done = *end;
+	return (0);
+}
+
+/*
+ * Create a region of the case's size for run and register it with flags.
+ * 0 done, -1 case skipped, else the exit status; *created, *registered
+ * say what to undo.
+ */
+static int
+bench_region_new(struct bench *b, struct bench_case *c, int run,
+    struct hpz_region *reg, unsigned int flags, int *created,
+    int *registered)
+{
+	int	 error;
+
+	memset(reg, 0, sizeof *reg);
+	if ((error = hpz_region_create(reg, c->size, c->page->hpzflag)) !=
+	    0) {
+		if (error == -ENOMEM) {
+			bench_skip(c, "no room for the hpzerod region in the"
+			    " %s pool in run %d", c->page->human, run);
+			return (-1);
+		}
+		bench_hpz_error(b, "hpz_region_create", error);
+		return (BENCH_EXIT_FAIL);
+	}
+	*created = 1;
+	reg->flags = flags;
+	if ((error = hpz_register(reg)) != 0) {
+		bench_hpz_error(b, "hpz_register", error);
+		return (BENCH_EXIT_FAIL);
+	}
+	*registered = 1;
+	return (0);
+}
+
+/* Undo bench_region_new; rc, or the exit status if unregistering fails. */
+static int
+bench_region_end(struct bench *b, struct hpz_region *reg, int created,
+    int registered)
+{
+	int	 error, rc = 0;
+
+	if (registered && (error = hpz_unregister(reg)) != 0) {
+		bench_hpz_error(b, "hpz_unregister", error);
+		rc = BENCH_EXIT_FAIL;
+	}
+	if (created)
+		hpz_region_destroy(reg);
+	return (rc);
+}
+
+/*
+ * One hpzerod touch: a new region registered with the mode's flags
+ * (recycled: written with a pattern and hpz_reset; idle: left alone for T
+ * first), touched, read back.  0 done, -1 case skipped, else the exit
+ * status.  Only the touch and the reset are timed; the background figures
+ * of the run go into c->x[][run - 1].
  */
 static int
 bench_hpz_run(struct bench *b, struct bench_case *c, int run, double *out,
     double *scratch)
 {
+	const struct bench_mode	*m = &bench_modes[c->mode];
 	struct hpz_region	 reg;
-	uint64_t		 t0;
-	double			 s;
-	int			 error, rc = BENCH_EXIT_FAIL;
+	struct hpz_status	 s0, sd, se, sb, sa, sv;
+	uint64_t		 t0 = 0;
+	double			 s, done_ms = NAN, premap_ms = NAN, ms, v;
+	double			 x[BENCH_NX];
+	int			 error, rc, i, bg = m->bg != BG_NONE;
 	int			 created = 0, registered = 0;
 
-	memset(&reg, 0, sizeof reg);
-	if ((error = hpz_region_create(&reg, c->size, c->page->hpzflag)) !=
-	    0) {
-		if (error == -ENOMEM) {
-			bench_skip(c, "no room for the hpzerod region in the"
-			    " %s pool in run %d", c->page->human, run);
-			rc = -1;
-		} else
-			bench_hpz_error(b, "hpz_region_create", error);
-		goto out;
+	if (m->busy)
+		return (bench_hpz_busy_run(b, c, run, out, scratch));
+	for (i = 0; i < BENCH_NX; i++)
+		x[i] = NAN;
+	memset(&s0, 0, sizeof s0);
+	/* A fresh idle region's background work starts at registration. */
+	if (bg && !m->recycle) {
+		if (bench_st(b, &s0) != 0)
+			return (BENCH_EXIT_FAIL);
+		t0 = bench_now();
 	}
-	created = 1;
-	if ((error = hpz_register(&reg)) != 0) {
-		bench_hpz_error(b, "hpz_register", error);
+	rc = bench_region_new(b, c, run, &reg, m->flags, &created,
+	    &registered);
+	if (rc != 0)
 		goto out;
-	}
-	registered = 1;
-	if (c->mode == 0) {
+	rc = BENCH_EXIT_FAIL;
+	if (m->recycle) {
 		memset(reg.addr, BENCH_PATTERN, c->size);
+		if (bg && bench_st(b, &s0) != 0)
+			goto out;
 		t0 = bench_now();
 		if ((error = hpz_reset(&reg)) != 0) {
 			bench_hpz_error(b, "hpz_reset", error);
@@ -815,39 +1229,180 @@ bench_hpz_run(struct bench *b, struct bench_case *c, int run, double *out,
 		}
 		c->reset_ms[run - 1] = (double)(bench_now() - t0) / 1e6;
 	}
+	if (m->idle) {
+		if (bench_idle(b, c, t0, &s0, &done_ms, &premap_ms, &sd,
+		    &se) != 0)
+			goto out;
+		x[X_IDLE_MS] = c->idle_ms;
+		x[X_DONE_MS] = done_ms;
+		x[X_PREMAP_MS] = premap_ms;
+		ms = isnan(done_ms) ? c->idle_ms : done_ms;
+		if (m->bg == BG_CLEAR)
+			v = (double)(sd.bg_bytes_cleared - s0.bg_bytes_cleared);
+		else
+			v = (double)(sd.bg_pages_populated -
+			    s0.bg_pages_populated) * (double)c->page->size;
+		x[X_BG_GBS] = bench_rate(v, ms);
+	}
+	if (bg && bench_st(b, &sb) != 0)
+		goto out;
 	s = bench_touch(reg.addr, c->size, c->page->size, c->threads,
 	    scratch, scratch + c->samples);
+	if (bg && bench_st(b, &sa) != 0)
+		goto out;
 	bench_figures(s, c->size, scratch, scratch + c->samples, c->samples,
 	    out);
 	if (bench_verify(b, c, reg.addr, run) != 0)
 		goto out;
 	rc = 0;
-out:
-	if (registered && (error = hpz_unregister(&reg)) != 0) {
-		bench_hpz_error(b, "hpz_unregister", error);
+	if (!bg)
+		goto out;
+	/* After the read-back, so that the fault counters have settled. */
+	if (bench_st(b, &sv) != 0) {
 		rc = BENCH_EXIT_FAIL;
+		goto out;
 	}
-	if (created)
-		hpz_region_destroy(&reg);
+	if (!m->idle) {
+		/* onfault-ahead: allocated ahead while the client touched. */
+		v = (double)(sa.bg_pages_populated - sb.bg_pages_populated) *
+		    (double)c->page->size;
+		x[X_BG_GBS] = bench_rate(v, s * 1e3);
+	}
+	x[X_BG_1CORE] = x[X_BG_GBS] / bench_nt_median(b);
+	if (sv.bg_ns != s0.bg_ns)
+		x[X_SCRUB_GBS] = (double)(sv.bg_bytes_cleared -
+		    s0.bg_bytes_cleared) / (double)(sv.bg_ns - s0.bg_ns);
+	x[X_BG_CLEARED] = (double)(sv.bg_pages_cleared - s0.bg_pages_cleared);
+	x[X_BG_POPULATED] = (double)(sv.bg_pages_populated -
+	    s0.bg_pages_populated);
+	x[X_BG_PREMAPPED] = (double)(sv.bg_pages_premapped -
+	    s0.bg_pages_premapped);
+	x[X_TOUCH_FAULTS] = (double)(sv.faults - sb.faults);
+	x[X_TOUCH_MISSING] = (double)(sv.faults_missing - sb.faults_missing);
+	for (i = 0; i < BENCH_NX; i++)
+		c->x[i][run - 1] = x[i];
+out:
+	error = bench_region_end(b, &reg, created, registered);
+	return (error != 0 ? error : rc);
+}
+
+/*
+ * busy-recycled: two regions, A and B.  A is recycled and touched alone
+ * (quiet: the plain recycled touch), then written again; B is reset, so
+ * that the scrubbers have a region's worth of work, and at once A is reset
+ * and touched (busy).  out gets the busy figures, c->quiet the quiet ones
+ * and the busy/quiet ratios.
+ */
+static int
+bench_hpz_busy_run(struct bench *b, struct bench_case *c, int run,
+    double *out, double *scratch)
+{
+	struct hpz_region	 reg[2];	/* A, B */
+	struct hpz_status	 s0, sa, sv;
+	double			 q[BENCH_NFIGS], x[BENCH_NX], s;
+	uint64_t		 t0, t1;
+	int			 created[2] = { 0, 0 }, registered[2] = { 0, 0 };
+	int			 error, rc, i, f;
+
+	for (i = 0; i < BENCH_NX; i++)
+		x[i] = NAN;
+	memset(reg, 0, sizeof reg);
+	for (i = 0; i < 2; i++)
+		if ((rc = bench_region_new(b, c, run, &reg[i],
+		    bench_modes[c->mode].flags, &created[i],
+		    &registered[i])) != 0)
+			goto out;
+	rc = BENCH_EXIT_FAIL;
+	memset(reg[1].addr, BENCH_PATTERN, c->size);
+
+	/* Quiet: nothing but A's own recycling. */
+	memset(reg[0].addr, BENCH_PATTERN, c->size);
+	t0 = bench_now();
+	if ((error = hpz_reset(&reg[0])) != 0) {
+		bench_hpz_error(b, "hpz_reset", error);
+		goto out;
+	}
+	c->reset_ms[run - 1] = (double)(bench_now() - t0) / 1e6;
+	s = bench_touch(reg[0].addr, c->size, c->page->size, c->threads,
+	    scratch, scratch + c->samples);
+	bench_figures(s, c->size, scratch, scratch + c->samples, c->samples,
+	    q);
+	if (bench_verify(b, c, reg[0].addr, run) != 0)
+		goto out;
+
+	/* Busy: B's garbage is being scrubbed while A faults. */
+	memset(reg[0].addr, BENCH_PATTERN, c->size);
+	if (bench_st(b, &s0) != 0)
+		goto out;
+	t0 = bench_now();
+	for (i = 1; i >= 0; i--)
+		if ((error = hpz_reset(&reg[i])) != 0) {
+			bench_hpz_error(b, "hpz_reset", error);
+			goto out;
+		}
+	s = bench_touch(reg[0].addr, c->size, c->page->size, c->threads,
+	    scratch, scratch + c->samples);
+	t1 = bench_now();
+	if (bench_st(b, &sa) != 0)
+		goto out;
+	/* From B's reset to the end of A's touch. */
+	x[X_BG_GBS] = bench_rate((double)(sa.bg_bytes_cleared -
+	    s0.bg_bytes_cleared), (double)(t1 - t0) / 1e6);
+	bench_figures(s, c->size, scratch, scratch + c->samples, c->samples,
+	    out);
+	if (bench_verify(b, c, reg[0].addr, run) != 0)
+		goto out;
+	if (bench_st(b, &sv) != 0)
+		goto out;
+	rc = 0;
+
+	for (f = 0; f < BENCH_NFIGS; f++) {
+		c->quiet[f][0][run - 1] = q[f];
+		c->quiet[f][1][run - 1] = out[f] / q[f];
+	}
+	x[X_BG_1CORE] = x[X_BG_GBS] / bench_nt_median(b);
+	if (sa.bg_ns != s0.bg_ns)
+		x[X_SCRUB_GBS] = (double)(sa.bg_bytes_cleared -
+		    s0.bg_bytes_cleared) / (double)(sa.bg_ns - s0.bg_ns);
+	x[X_BG_CLEARED] = (double)(sv.bg_pages_cleared - s0.bg_pages_cleared);
+	x[X_TOUCH_BG_CLEARED] = (double)(sa.bg_pages_cleared -
+	    s0.bg_pages_cleared);
+	x[X_PENDING_AFTER] = (double)sa.bg_pages_pending;
+	x[X_TOUCH_FAULTS] = (double)(sv.faults - s0.faults);
+	for (i = 0; i < BENCH_NX; i++)
+		c->x[i][run - 1] = x[i];
+out:
+	for (i = 0; i < 2; i++)
+		if ((error = bench_region_end(b, &reg[i], created[i],
+		    registered[i])) != 0)
+			rc = error;
 	return (rc);
 }
 
 /*
  * This VM backs RAM lazily and the very first touch of a page is very
  * slow: once per page size, touch twice the region (the kernel's and
- * hpzerod's pages) with the kernel, untimed.
+ * hpzerod's pages) with the kernel, untimed; three times when a mode
+ * selected needs two hpzerod regions and the pool has the pages.
  */
 static int
 bench_warm(struct bench *b, struct bench_case *c)
 {
 	size_t		 i = (size_t)(c->page - bench_pages), len, n;
+	unsigned long long avail;
 	double		*scratch;
 	void		*p;
 	char		 h[32];
+	int		 j, times = 2;
 
 	if (b->warmed[i])
 		return (0);
-	len = 2 * c->size;
+	for (j = 0; j < b->nmodes; j++)
+		if (bench_modes[b->modes[j]].busy &&
+		    bench_pool(c->page, &avail) == 0 &&
+		    avail >= 3 * (c->size / c->page->size))
+			times = 3;
+	len = (size_t)times * c->size;
 	bench_progress(c, "warming %s of %s pages with the kernel",
 	    bench_human(len, h, sizeof h), c->page->human);
 	if ((p = bench_kernel_map(c->page, len)) == NULL) {
@@ -876,9 +1431,13 @@ bench_case_run(struct bench *b, struct bench_case *c)
 {
 	unsigned long long	 need, avail;
 	double			 k[BENCH_NFIGS], h[BENCH_NFIGS], *scratch;
+	char			 done[32];
 	int			 run, f, rc, error;
 
-	need = 2 * (c->size / c->page->size);
+	need = (bench_modes[c->mode].busy ? 3 : 2) *
+	    (c->size / c->page->size);
+	c->idle_ms = bench_idle_time(b, c);
+	c->poll_ns = bench_poll_time(b, c);
 	if (bench_pool(c->page, &avail) != 0)
 		return (bench_skip(c, "no %s huge page pool on this machine",
 		    c->page->human));
@@ -916,6 +1475,24 @@ bench_case_run(struct bench *b, struct bench_case *c)
 		    k[FIG_GBS], h[FIG_GBS], h[FIG_GBS] / k[FIG_GBS],
 		    k[FIG_FAULT_P50] / c->page->unit_us,
 		    h[FIG_FAULT_P50] / c->page->unit_us, c->page->unit);
+		if (bench_modes[c->mode].idle) {
+			if (isnan(c->x[X_DONE_MS][run - 1]))
+				snprintf(done, sizeof done, "not done");
+			else
+				snprintf(done, sizeof done, "done in %.1f ms",
+				    c->x[X_DONE_MS][run - 1]);
+			bench_progress(c, "run %d/%d: idle %.0f ms, background"
+			    " work %s, %.2f GB/s, %.0f faults in the touch",
+			    run, b->runs, c->idle_ms, done,
+			    c->x[X_BG_GBS][run - 1],
+			    c->x[X_TOUCH_FAULTS][run - 1]);
+		} else if (bench_modes[c->mode].busy)
+			bench_progress(c, "run %d/%d: quiet %.2f GB/s, fault"
+			    " p99 busy/quiet %.2fx, %.0f pages pending after"
+			    " the touch", run, b->runs,
+			    c->quiet[FIG_GBS][0][run - 1],
+			    c->quiet[FIG_FAULT_P99][1][run - 1],
+			    c->x[X_PENDING_AFTER][run - 1]);
 	}
 	free(scratch);
 	if ((error = hpz_status(&c->after)) != 0) {
@@ -1021,16 +1598,27 @@ bench_fmt(double v, char *buf, size_t len)
 		snprintf(buf, len, "%.3f", v);
 }
 
-/* "median (min-max)" of n run figures, each divided by div. */
+/*
+ * "median (min-max)" of n run figures, each divided by div; format is
+ * XF_FIG, XF_RATIO (two decimals) or XF_COUNT (none).
+ */
 static void
-bench_cell(const double *v, int n, int ratio, double div, char *buf,
+bench_cell(const double *v, int n, int format, double div, char *buf,
     size_t len)
 {
 	double	 med, min, max;
 	char	 a[24], lo[24], hi[24];
 
 	bench_stats(v, n, &med, &min, &max);
-	if (ratio) {
+	if (isnan(med)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (format == XF_COUNT) {
+		snprintf(a, sizeof a, "%.0f", med);
+		snprintf(lo, sizeof lo, "%.0f", min);
+		snprintf(hi, sizeof hi, "%.0f", max);
+	} else if (format == XF_RATIO) {
 		snprintf(a, sizeof a, "%.2f", med);
 		snprintf(lo, sizeof lo, "%.2f", min);
 		snprintf(hi, sizeof hi, "%.2f", max);
@@ -1042,23 +1630,61 @@ bench_cell(const double *v, int n, int ratio, double div, char *buf,
 	snprintf(buf, len, "%s (%s-%s)", a, lo, hi);
 }
 
+/* Print text indented, words wrapped before column width. */
+static void
+bench_wrap(const char *text, int indent, int width)
+{
+	const char	*w = text, *e;
+	int		 col = 0, n;
+
+	while (*w != '\0') {
+		w += strspn(w, " ");
+		if (*w == '\0')
+			break;
+		e = w + strcspn(w, " ");
+		n = (int)(e - w);
+		if (col > indent && col + 1 + n > width) {
+			printf("\n");
+			col = 0;
+		}
+		if (col == 0)
+			col = printf("%*s%.*s", indent, "", n, w);
+		else
+			col += printf(" %.*s", n, w);
+		w = e;
+	}
+	if (col > 0)
+		printf("\n");
+}
+
 /* One case's block of the table. */
 static void
-bench_print_case(const struct bench_case *c)
+bench_print_case(const struct bench *b, const struct bench_case *c)
 {
-	char		 sz[32], label[48], cell[BENCH_NSIDES][96];
+	const struct bench_mode	*m = &bench_modes[c->mode];
+	char		 sz[32], label[48], cell[BENCH_NSIDES][96], what[256];
 	double		 div;
-	int		 f, s;
+	size_t		 len;
+	int		 f, s, x, r, missing;
 
-	printf("\n%s %s t=%d: %s region, %zu fault%s timed a run",
-	    c->page->name, bench_modes[c->mode], c->threads,
-	    bench_human(c->size, sz, sizeof sz), c->samples,
-	    c->samples == 1 ? "" : "s");
+	printf("\n%s %s t=%d: %s region%s, %zu fault%s timed a run",
+	    c->page->name, m->name, c->threads,
+	    bench_human(c->size, sz, sizeof sz), m->busy ? "s A and B" : "",
+	    c->samples, c->samples == 1 ? "" : "s");
 	if (c->skipped && c->done == 0) {
 		printf("\n  skipped: %s\n", c->why);
 		return;
 	}
 	printf(", %d run%s\n", c->done, c->done == 1 ? "" : "s");
+	if (m->what != NULL) {
+		len = (size_t)snprintf(what, sizeof what, "%s", m->what);
+		if (m->idle && len < sizeof what)
+			snprintf(what + len, sizeof what - len,
+			    " (idle %.0f ms%s, poll %.2f ms)", c->idle_ms,
+			    b->idle_ms >= 0 ? ", -I" : "",
+			    (double)c->poll_ns / 1e6);
+		bench_wrap(what, 2, 76);
+	}
 	if (c->skipped)
 		printf("  (the remaining runs were skipped: %s)\n", c->why);
 	printf("  %-24s %-20s %-20s %s\n", "", "kernel", "hpzerod",
@@ -1080,16 +1706,67 @@ bench_print_case(const struct bench_case *c)
 			    bench_figs[f].label, bench_figs[f].fault ?
 			    c->page->unit : "ns");
 		for (s = 0; s < BENCH_NSIDES; s++)
-			bench_cell(c->fig[f][s], c->done, s == SIDE_RATIO, div,
-			    cell[s], sizeof cell[s]);
+			bench_cell(c->fig[f][s], c->done, s == SIDE_RATIO ?
+			    XF_RATIO : XF_FIG, div, cell[s], sizeof cell[s]);
 		printf("  %-24s %-20s %-20s %s\n", label, cell[SIDE_KERNEL],
 		    cell[SIDE_HPZ], cell[SIDE_RATIO]);
 	}
-	if (c->mode == 0) {
-		bench_cell(c->reset_ms, c->done, 0, 1.0, cell[0],
+	if (m->recycle) {
+		bench_cell(c->reset_ms, c->done, XF_FIG, 1.0, cell[0],
 		    sizeof cell[0]);
 		printf("  %-24s %-20s %s\n", "hpz_reset ms (untimed)", "",
 		    cell[0]);
+	}
+	if (m->busy) {
+		printf("  the same run, region A touched alone (quiet) and"
+		    " right after B's reset (busy):\n");
+		printf("  %-24s %-20s %-20s %s\n", "", "quiet", "busy",
+		    "busy/quiet");
+		for (f = 0; f < BENCH_NFIGS; f++) {
+			if (bench_figs[f].multi && c->samples == 1)
+				continue;
+			div = bench_figs[f].fault ? c->page->unit_us : 1.0;
+			if (f == FIG_GBS)
+				snprintf(label, sizeof label, "%s",
+				    bench_figs[f].label);
+			else
+				snprintf(label, sizeof label, "%s %s",
+				    bench_figs[f].label, bench_figs[f].fault ?
+				    c->page->unit : "ns");
+			bench_cell(c->quiet[f][0], c->done, XF_FIG, div,
+			    cell[0], sizeof cell[0]);
+			bench_cell(c->fig[f][SIDE_HPZ], c->done, XF_FIG, div,
+			    cell[1], sizeof cell[1]);
+			bench_cell(c->quiet[f][1], c->done, XF_RATIO, 1.0,
+			    cell[2], sizeof cell[2]);
+			printf("  %-24s %-20s %-20s %s\n", label, cell[0],
+			    cell[1], cell[2]);
+		}
+	}
+	for (x = 0; x < BENCH_NX; x++) {
+		if (!bench_x_applies(m, x))
+			continue;
+		if (x == X_DONE_MS)
+			snprintf(label, sizeof label, "%s in ms",
+			    m->bg == BG_CLEAR ? "all cleared" :
+			    "all populated");
+		else if (x == X_BG_GBS)
+			snprintf(label, sizeof label, "bg %s GB/s",
+			    m->bg == BG_CLEAR ? "clear" : "populate");
+		else
+			snprintf(label, sizeof label, "%s", bench_x[x].label);
+		bench_cell(c->x[x], c->done, bench_x[x].format, 1.0, cell[0],
+		    sizeof cell[0]);
+		for (r = missing = 0; r < c->done; r++)
+			missing += !isfinite(c->x[x][r]);
+		if (missing == c->done)
+			snprintf(cell[0], sizeof cell[0], "%s", x == X_DONE_MS ||
+			    x == X_PREMAP_MS ? "not done" : "-");
+		else if (missing > 0 && (x == X_DONE_MS || x == X_PREMAP_MS))
+			snprintf(cell[0] + strlen(cell[0]), sizeof cell[0] -
+			    strlen(cell[0]), ", not done in %d of %d", missing,
+			    c->done);
+		printf("  %-24s %-20s %s\n", label, "", cell[0]);
 	}
 	printf("  daemon: %llu faults (%llu missing, %llu minor, %llu"
 	    " shared), pages: %llu cleared,\n  %llu populated, %llu punched;"
@@ -1103,6 +1780,62 @@ bench_print_case(const struct bench_case *c)
 	    c->after.pages_punched - c->before.pages_punched,
 	    (c->after.bulk_bytes - c->before.bulk_bytes) >> 20,
 	    (c->after.hot_bytes - c->before.hot_bytes) >> 10);
+	if (m->bg == BG_NONE)
+		return;
+	printf("  background: %llu pages cleared (%llu MiB in %.1f ms of"
+	    " clearing), %llu populated,\n  %llu premapped; %.1f ms"
+	    " throttled by the budgets\n",
+	    c->after.bg_pages_cleared - c->before.bg_pages_cleared,
+	    (c->after.bg_bytes_cleared - c->before.bg_bytes_cleared) >> 20,
+	    (double)(c->after.bg_ns - c->before.bg_ns) / 1e6,
+	    c->after.bg_pages_populated - c->before.bg_pages_populated,
+	    c->after.bg_pages_premapped - c->before.bg_pages_premapped,
+	    (double)(c->after.bg_throttle_ns - c->before.bg_throttle_ns) /
+	    1e6);
+}
+
+/*
+ * The line of a background case: the rate of its background work against
+ * the single-core clear bandwidth ("bg rate 0.8x of 1 core").
+ */
+static void
+bench_print_bg(const struct bench *b, const struct bench_case *c)
+{
+	const struct bench_mode	*m = &bench_modes[c->mode];
+	double			 gbs, ratio, nt, lo, hi, done;
+	int			 r, missing = 0;
+
+	if (m->bg == BG_NONE || c->done == 0)
+		return;
+	bench_stats(c->x[X_BG_GBS], c->done, &gbs, &lo, &hi);
+	bench_stats(c->x[X_BG_1CORE], c->done, &ratio, &lo, &hi);
+	nt = bench_nt_median(b);
+	printf("%s %s t=%d: bg rate ", m->name, c->page->name, c->threads);
+	if (isnan(gbs))
+		printf("not measured");
+	else if (isnan(ratio))
+		printf("%.2f GB/s (single-core clear bandwidth not measured)",
+		    gbs);
+	else
+		printf("%.2fx of 1 core (%.2f GB/s against %s %.1f GB/s)",
+		    ratio, gbs, clear_kernel((enum clear_kind)b->nt_bulk)->name,
+		    nt);
+	if (m->bg == BG_POPULATE)
+		printf(", allocated by fallocate (the kernel zeroes)");
+	if (m->idle) {
+		bench_stats(c->x[X_DONE_MS], c->done, &done, &lo, &hi);
+		for (r = 0; r < c->done; r++)
+			missing += isnan(c->x[X_DONE_MS][r]);
+		if (missing == c->done)
+			printf(", not done in %.0f ms", c->idle_ms);
+		else
+			printf(", done in %.1f ms%s", done, missing ?
+			    " (not in every run)" : "");
+	} else if (m->busy)
+		printf(", while the busy touch ran");
+	else
+		printf(", during the touch");
+	printf("\n");
 }
 
 /*
@@ -1177,14 +1910,40 @@ bench_print(const struct bench *b)
 	    " better for latencies.  Latencies: each huge page's\nfirst access"
 	    " (the fault, mid-page); read-after-fault: reading the 64"
 	    " lines\nof the faulting 4 KiB right after it.\n");
+	if (bench_has_bg(b)) {
+		printf("\nBackground work (daemon/scrub.c, SCHED_IDLE"
+		    " threads): budget ");
+		if (b->status.bg_budget_gbs > 0)
+			printf("%.1f GB/s", b->status.bg_budget_gbs);
+		else
+			printf("unlimited");
+		printf(" in all, ");
+		if (b->status.bg_client_budget_gbs > 0)
+			printf("%.1f GB/s", b->status.bg_client_budget_gbs);
+		else
+			printf("unlimited");
+		printf(" a client.\nWhile idle, hpz_status is asked every"
+		    " poll (a twentieth of the time one core\nwould take to"
+		    " clear the region, 0.1-1 ms; a done time is up to one"
+		    " poll\nlate); the daemon's counters are global, so it"
+		    " must serve no one else.\nbg done: from hpz_reset (fresh"
+		    " regions: hpz_register) until no garbage\npage is"
+		    " pending, or the whole region is allocated; bg GB/s:"
+		    " bytes cleared\n(allocated) by then over that time;"
+		    " scrubber GB/s clearing: bytes over the\ntime the"
+		    " scrubbers spent clearing (bg_ns); faults in the touch:"
+		    " those the\ndaemon resolved.\n");
+	}
 	for (i = 0; i < b->ncases; i++)
-		bench_print_case(&b->cases[i]);
+		bench_print_case(b, &b->cases[i]);
 	ratio = bench_nt_ratio(b, &gbs, &nt);
 	printf("\n");
 	if (!isnan(ratio))
 		printf("recycled 2m t=1: hpzerod %.2f GB/s = %.2fx the"
 		    " single-core clear bandwidth (%s, %.1f GB/s)\n", gbs,
 		    ratio, clear_kernel((enum clear_kind)b->nt_bulk)->name, nt);
+	for (i = 0; i < b->ncases; i++)
+		bench_print_bg(b, &b->cases[i]);
 	printf("verified: %llu bytes served by hpzerod read back zero\n",
 	    b->verified);
 }
@@ -1360,7 +2119,14 @@ bench_json(const struct bench *b)
 	JADD(o, "hot_kernel", json_object_new_string(b->status.hot_kernel));
 	JADD(o, "hot_size", json_object_new_int64((int64_t)
 	    b->status.hot_size));
+	if (bench_jadd_num(o, "bg_budget_gbs", b->status.bg_budget_gbs) != 0 ||
+	    bench_jadd_num(o, "bg_client_budget_gbs",
+	    b->status.bg_client_budget_gbs) != 0)
+		goto nomem;
 	JADD(root, "daemon", o);
+	if (bench_jadd_num(root, "idle_ms_option", b->idle_ms >= 0 ?
+	    b->idle_ms : NAN) != 0)
+		goto nomem;
 
 	if ((o = json_object_new_object()) == NULL)
 		goto nomem;
@@ -1398,7 +2164,10 @@ bench_json(const struct bench *b)
 		JADD(c, "page", json_object_new_string(bc->page->name));
 		JADD(c, "page_bytes", json_object_new_int64(
 		    (int64_t)bc->page->size));
-		JADD(c, "mode", json_object_new_string(bench_modes[bc->mode]));
+		JADD(c, "mode", json_object_new_string(
+		    bench_modes[bc->mode].name));
+		JADD(c, "region_flags", json_object_new_int64(
+		    bench_modes[bc->mode].flags));
 		JADD(c, "threads", json_object_new_int(bc->threads));
 		JADD(c, "region_bytes", json_object_new_int64(
 		    (int64_t)bc->size));
@@ -1422,9 +2191,44 @@ bench_json(const struct bench *b)
 				    bench_jtake(&fig));
 			}
 			JADD(c, "figures", bench_jtake(&figs));
-			if (bc->mode == 0)
+			if (bench_modes[bc->mode].recycle)
 				JADD(c, "reset_ms", bench_jseries(bc->reset_ms,
 				    bc->done));
+			if (bench_modes[bc->mode].busy) {
+				if ((figs = json_object_new_object()) == NULL)
+					goto nomem;
+				for (f = 0; f < BENCH_NFIGS; f++) {
+					if ((fig = json_object_new_object()) ==
+					    NULL)
+						goto nomem;
+					JADD(fig, "quiet", bench_jseries(
+					    bc->quiet[f][0], bc->done));
+					JADD(fig, "busy_over_quiet",
+					    bench_jseries(bc->quiet[f][1],
+					    bc->done));
+					JADD(figs, bench_figs[f].json,
+					    bench_jtake(&fig));
+				}
+				JADD(c, "quiet_figures", bench_jtake(&figs));
+			}
+			if (bench_modes[bc->mode].bg != BG_NONE) {
+				if ((figs = json_object_new_object()) == NULL)
+					goto nomem;
+				JADD(figs, "kind", json_object_new_string(
+				    bench_modes[bc->mode].bg == BG_CLEAR ?
+				    "clear" : "populate"));
+				if (bench_modes[bc->mode].idle &&
+				    bench_jadd_num(figs, "poll_ms",
+				    (double)bc->poll_ns / 1e6) != 0)
+					goto nomem;
+				for (f = 0; f < BENCH_NX; f++)
+					if (bench_x_applies(&bench_modes[
+					    bc->mode], f))
+						JADD(figs, bench_x[f].json,
+						    bench_jseries(bc->x[f],
+						    bc->done));
+				JADD(c, "background", bench_jtake(&figs));
+			}
 			if ((o = json_object_new_object()) == NULL)
 				goto nomem;
 #define BENCH_DELTA(name) JADD(o, #name, json_object_new_int64(		\
@@ -1443,6 +2247,12 @@ bench_json(const struct bench *b)
 			BENCH_DELTA(faults_coalesced);
 			BENCH_DELTA(jobs_split);
 			BENCH_DELTA(faults_polled);
+			BENCH_DELTA(bg_pages_cleared);
+			BENCH_DELTA(bg_bytes_cleared);
+			BENCH_DELTA(bg_ns);
+			BENCH_DELTA(bg_pages_populated);
+			BENCH_DELTA(bg_pages_premapped);
+			BENCH_DELTA(bg_throttle_ns);
 #undef BENCH_DELTA
 			JADD(c, "daemon_delta", o);
 		}
@@ -1490,8 +2300,9 @@ main(int argc, char **argv)
 	memset(&b, 0, sizeof b);
 	b.runs = BENCH_RUNS;
 	b.size = 1UL << 30;
+	b.idle_ms = -1;
 	opterr = 0;	/* our own words, not getopt's */
-	while ((ch = getopt_long(argc, argv, ":hs:S:r:t:p:m:", longopts,
+	while ((ch = getopt_long(argc, argv, ":hs:S:r:t:p:m:I:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'h':
@@ -1538,8 +2349,18 @@ main(int argc, char **argv)
 			break;
 		case 'm':
 			if (bench_parse_lists(&b, ch, optarg) != 0)
-				bench_usage_error("-m: want recycled, fresh or"
-				    " both, comma separated, not '%s'", optarg);
+				bench_usage_error("-m: want distinct modes"
+				    " (see below), comma separated, or all,"
+				    " not '%s'", optarg);
+			break;
+		case 'I':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    v < 0 || v > BENCH_IDLE_MAX_MS)
+				bench_usage_error("-I: want 0 to %d ms, not"
+				    " '%s'", BENCH_IDLE_MAX_MS, optarg);
+			b.idle_ms = (double)v;
 			break;
 		case ':':
 			bench_usage_error("%s needs an argument",
@@ -1602,6 +2423,14 @@ main(int argc, char **argv)
 						    sizeof(double));
 				c->reset_ms = bench_alloc((size_t)b.runs *
 				    sizeof(double));
+				for (f = 0; f < BENCH_NX; f++)
+					c->x[f] = bench_alloc((size_t)b.runs *
+					    sizeof(double));
+				for (f = 0; f < BENCH_NFIGS; f++)
+					for (s = 0; s < 2; s++)
+						c->quiet[f][s] = bench_alloc(
+						    (size_t)b.runs *
+						    sizeof(double));
 			}
 		}
 	}
@@ -1618,6 +2447,11 @@ main(int argc, char **argv)
 			for (s = 0; s < BENCH_NSIDES; s++)
 				free(b.cases[i].fig[f][s]);
 		free(b.cases[i].reset_ms);
+		for (f = 0; f < BENCH_NX; f++)
+			free(b.cases[i].x[f]);
+		for (f = 0; f < BENCH_NFIGS; f++)
+			for (s = 0; s < 2; s++)
+				free(b.cases[i].quiet[f][s]);
 	}
 	free(b.cases);
 	return (rc);
