@@ -107,8 +107,8 @@ struct bench_mode {
 };
 
 static const struct bench_mode bench_modes[] = {
-	{ "recycled",		0,			1, 0, 0, BG_NONE,
-	    NULL },
+	{ "recycled",		HPZ_NO_SCRUB,		1, 0, 0, BG_NONE,
+	    "HPZ_NO_SCRUB: every garbage page cleared by its fault" },
 	{ "fresh",		0,			0, 0, 0, BG_NONE,
 	    NULL },
 	{ "idle-recycled",	0,			1, 1, 0, BG_CLEAR,
@@ -1308,9 +1308,10 @@ bench_hpz_busy_run(struct bench *b, struct bench_case *c, int run,
 		x[i] = NAN;
 	memset(reg, 0, sizeof reg);
 	for (i = 0; i < 2; i++)
+		/* A is cleared by its faults, B by the scrubbers. */
 		if ((rc = bench_region_new(b, c, run, &reg[i],
-		    bench_modes[c->mode].flags, &created[i],
-		    &registered[i])) != 0)
+		    i == 0 ? HPZ_NO_SCRUB : bench_modes[c->mode].flags,
+		    &created[i], &registered[i])) != 0)
 			goto out;
 	rc = BENCH_EXIT_FAIL;
 	memset(reg[1].addr, BENCH_PATTERN, c->size);

@@ -232,6 +232,21 @@ control_status(struct client *c, struct hpz_msg *m)
 	return (0);
 }
 
+/* After a reset and the client's zap: start the background work. */
+static int
+control_scrub(struct client *c, struct hpz_msg *m)
+{
+	struct region	*r;
+
+	r = region_find(c, m->u.range.addr, m->u.range.len, 0);
+	if (r == NULL)
+		return (control_refuse(c, m->u.hdr.seq, -ENXIO, "scrub",
+		    "range is not inside a region registered by this "
+		    "connection"));
+	scrub_add(r, region_page_index(r, m->u.range.addr));
+	return (control_reply(c, m->u.hdr.seq, 0, r->id, "scrubbing"));
+}
+
 static int
 control_policy(struct client *c, struct hpz_msg *m)
 {
@@ -299,6 +314,8 @@ control_dispatch(struct client *c, struct hpz_msg *m)
 		return (control_regions(c, m));
 	case HPZ_MSG_POLICY:
 		return (control_policy(c, m));
+	case HPZ_MSG_SCRUB:
+		return (control_scrub(c, m));
 	}
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }

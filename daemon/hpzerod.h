@@ -89,7 +89,8 @@ struct region {
 	int			 queued;	/* in scrub_queue */
 	int			 priority;
 	uint64_t		 cursor;	/* next page to scrub or populate */
-	uint64_t		 ahead_lo;	/* pages to allocate ahead */
+	uint64_t		 ahead_start;	/* the read-ahead window */
+	uint64_t		 ahead_lo;	/* next page of it to hand out */
 	uint64_t		 ahead_hi;	/* exclusive */
 	uint64_t		 ahead_last;	/* last missing fault's page */
 	uint64_t		 ahead_pages;	/* current read-ahead window */
@@ -291,6 +292,7 @@ void		 region_wait_page(struct region *, uint64_t idx);
 void		 region_work_done(struct region *);
 void		 region_wake_waiters(struct region *);
 int		 region_set_policy(struct region *, uint32_t flags, int prio);
+int		 region_populate(struct region *, uint64_t idx, uint64_t n);
 int		 region_client_node(pid_t pid, uint64_t addr);
 int		 region_page_node(const struct region *, uint64_t idx);
 

@@ -15,6 +15,10 @@
 #include <linux/falloc.h>
 #include <linux/userfaultfd.h>
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
+#endif
+
 #include <event2/event.h>
 #include <numaif.h>
 
@@ -371,7 +375,7 @@ region_reset(struct region *r, uint64_t addr, uint64_t len)
 		state_reset(&r->state[i]);
 	for (i = first; i < last; i++)
 		region_wait_page(r, i);
-	scrub_add(r, first);
+	/* Background work starts on HPZ_MSG_SCRUB, after the client's zap. */
 	return (0);
 }
 
@@ -465,5 +469,25 @@ region_set_policy(struct region *r, uint32_t flags, int prio)
 	r->flags = (r->flags & HPZ_DISCARD) | (flags & ~HPZ_DISCARD);
 	r->priority = prio;
 	scrub_add(r, 0);
+	return (0);
+}
+
+/*
+ * Allocate pages [idx, idx+n) of the file: the kernel zeroes new ones, and
+ * existing ones (data or not) stay as they are.  Faulting them in through
+ * our mapping runs in parallel (a page lock each); fallocate, which holds
+ * the file's lock, is the fallback for kernels without MADV_POPULATE_WRITE.
+ */
+int
+region_populate(struct region *r, uint64_t idx, uint64_t n)
+{
+	if (madvise((char *)r->map + idx * r->page_size, n * r->page_size,
+	    MADV_POPULATE_WRITE) == 0)
+		return (0);
+	if (errno != EINVAL)
+		return (-errno);
+	if (fallocate(r->fd, 0, (off_t)(r->offset + idx * r->page_size),
+	    (off_t)(n * r->page_size)) == -1)
+		return (-errno);
 	return (0);
 }

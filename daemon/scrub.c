@@ -215,35 +215,37 @@ scrub_fault(struct region *r, uint64_t idx, enum fault_kind kind)
 		max = min;
 	pthread_mutex_lock(&scrub_lock);
 	if (kind == FAULT_MISSING) {
-		if (r->ahead_pages != 0 && (idx == r->ahead_last + 1 ||
-		    (idx >= r->ahead_lo && idx <= r->ahead_hi)))
+		/* A miss: the window was too small, or the client jumped. */
+		if (r->ahead_pages != 0 && idx >= r->ahead_last &&
+		    idx <= r->ahead_hi + 1)
 			r->ahead_pages = r->ahead_pages * 2 > max ? max :
 			    r->ahead_pages * 2;
 		else
 			r->ahead_pages = min;
 		lo = idx + 1;
-		hi = lo + r->ahead_pages;
 	} else if (r->ahead_pages != 0 && idx < r->ahead_hi &&
 	    idx + r->ahead_pages / 2 >= r->ahead_hi) {
-		r->ahead_pages = r->ahead_pages * 2 > max ? max :
-		    r->ahead_pages * 2;
+		/* Into the second half of the window: move it on. */
 		lo = r->ahead_hi;
-		hi = lo + r->ahead_pages;
 	} else {
 		r->ahead_last = idx;
 		pthread_mutex_unlock(&scrub_lock);
 		return;
 	}
 	r->ahead_last = idx;
+	hi = lo + r->ahead_pages;
 	if (hi > r->npages)
 		hi = r->npages;
 	if (lo < hi && !atomic_load(&r->dying)) {
-		if (r->ahead_lo >= r->ahead_hi || lo > r->ahead_hi ||
-		    hi < r->ahead_lo)
-			r->ahead_lo = lo;
-		r->ahead_hi = hi > r->ahead_hi ? hi : r->ahead_hi;
-		if (r->ahead_lo > lo)
-			r->ahead_lo = lo;
+		if (lo >= r->ahead_start && lo <= r->ahead_hi) {
+			/* Extend the window; what was handed out stays so. */
+			if (hi > r->ahead_hi)
+				r->ahead_hi = hi;
+		} else {
+			/* A window elsewhere: the rest of the old one goes. */
+			r->ahead_start = r->ahead_lo = lo;
+			r->ahead_hi = hi;
+		}
 		scrub_enqueue(r);
 		pthread_cond_broadcast(&scrub_cond);
 	}
@@ -307,8 +309,7 @@ scrub_clear(struct region *r, uint64_t idx)
 	uint64_t	ext, off, n, t0;
 	char		*page = (char *)r->map + idx * r->page_size;
 
-	if (fallocate(r->fd, 0, (off_t)(r->offset + idx * r->page_size),
-	    (off_t)r->page_size) == -1)
+	if (region_populate(r, idx, 1) != 0)
 		return (0);	/* no page to be had: the fault will say so */
 
 	ext = worker_config.extent_max != 0 ? worker_config.extent_max :
@@ -328,15 +329,22 @@ scrub_clear(struct region *r, uint64_t idx)
 	return (1);
 }
 
-/* Allocate pages [lo, lo+n) of the file; the kernel zeroes new ones. */
+/*
+ * Allocate pages [lo, lo+n) of the file, a page at a time so that a fault
+ * never waits long behind us; the kernel zeroes new ones.
+ */
 static int
 scrub_populate(struct region *r, uint64_t lo, uint64_t n)
 {
-	scrub_throttle(r, n * r->page_size);
-	if (fallocate(r->fd, 0, (off_t)(r->offset + lo * r->page_size),
-	    (off_t)(n * r->page_size)) == -1)
-		return (-errno);
-	atomic_fetch_add(&stats.bg_pages_populated, n);
+	uint64_t	i;
+	int		error;
+
+	for (i = lo; i < lo + n && !atomic_load(&r->dying); i++) {
+		scrub_throttle(r, r->page_size);
+		if ((error = region_populate(r, i, 1)) != 0)
+			return (error);
+		atomic_fetch_add(&stats.bg_pages_populated, 1);
+	}
 	return (0);
 }
 

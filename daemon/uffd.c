@@ -196,9 +196,10 @@ uffd_unregister(struct region *r)
 static int
 uffd_populate(struct region *r, uint64_t idx, uint64_t n)
 {
-	if (fallocate(r->fd, 0, (off_t)(r->offset + idx * r->page_size),
-	    (off_t)(n * r->page_size)) == -1)
-		return (-errno);
+	int	error;
+
+	if ((error = region_populate(r, idx, n)) != 0)
+		return (error);
 	atomic_fetch_add(&stats.pages_populated, n);
 	atomic_fetch_add(&r->populated, n);
 	return (0);

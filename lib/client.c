@@ -566,6 +566,17 @@ hpz_reset(const struct hpz_region *region)
 	    MADV_DONTNEED) == -1)
 		error = lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
 		    strerror(errno));
+	/*
+	 * Background clearing (and premapping) may start now that nothing of
+	 * ours maps the range.  Its failure costs speed, not correctness.
+	 */
+	if (error == 0) {
+		proto_init(&req, HPZ_MSG_SCRUB, sizeof(req), 0);
+		req.addr = (uintptr_t)region->addr;
+		req.len = region->len;
+		(void)lib_request(&req, sizeof(req), NULL, 0, &reply,
+		    HPZ_MSG_REPLY);
+	}
 	pthread_mutex_unlock(&lib_lock);
 	return (error);
 }

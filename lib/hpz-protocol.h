@@ -31,6 +31,8 @@ enum hpz_msg_type {
 	HPZ_MSG_STATUS = 4,		/* client: header only */
 	HPZ_MSG_REGIONS = 5,		/* client: struct hpz_msg_regions */
 	HPZ_MSG_POLICY = 6,		/* client: struct hpz_msg_policy */
+	HPZ_MSG_SCRUB = 7,		/* client: struct hpz_msg_range; after
+					   a reset's zap: background may start */
 	HPZ_MSG_REPLY = 64,		/* daemon: struct hpz_msg_reply */
 	HPZ_MSG_STATUS_REPLY = 65,	/* daemon: struct hpz_msg_status_reply */
 	HPZ_MSG_REGIONS_REPLY = 66,	/* daemon: struct hpz_msg_regions_reply */

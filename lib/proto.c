@@ -41,6 +41,7 @@ proto_size(uint16_t type)
 		return (sizeof(struct hpz_msg_register));
 	case HPZ_MSG_UNREGISTER:
 	case HPZ_MSG_RESET:
+	case HPZ_MSG_SCRUB:
 		return (sizeof(struct hpz_msg_range));
 	case HPZ_MSG_STATUS:
 		return (sizeof(struct hpz_msg_header));
@@ -74,6 +75,8 @@ proto_type_name(uint16_t type)
 		return ("regions");
 	case HPZ_MSG_POLICY:
 		return ("policy");
+	case HPZ_MSG_SCRUB:
+		return ("scrub");
 	case HPZ_MSG_REGIONS_REPLY:
 		return ("regions-reply");
 	case HPZ_MSG_REPLY:
@@ -183,6 +186,7 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		break;
 	case HPZ_MSG_UNREGISTER:
 	case HPZ_MSG_RESET:
+	case HPZ_MSG_SCRUB:
 		if (!proto_range_ok(msg->u.range.addr, msg->u.range.len))
 			return (proto_fail(why, whylen, -EINVAL,
 			    "bad range addr 0x%llx len %llu",

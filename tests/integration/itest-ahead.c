@@ -344,3 +344,29 @@ Test(ahead, set_policy)
 	hpz_region_destroy(&r);
 	cr_assert_eq(hpz_set_policy(&r, 0, 1), -ENXIO);
 }
+
+Test(ahead, premap_after_reset_survives_the_zap)
+{
+	struct hpz_region	r;
+	struct hpz_status	before, st;
+	int			round;
+
+	itest_create(&r, 32 * MiB, HPZ_PAGE_2M);
+	ahead_register(&r, HPZ_PREMAP);
+	for (round = 0; round < 3; round++) {
+		memset(r.addr, 0x44, r.len);
+		before = itest_status();
+		cr_assert_eq(hpz_reset(&r), 0, "%s", hpz_last_error());
+		AHEAD_WAIT(st, st.bg_pages_premapped -
+		    before.bg_pages_premapped >= 16);
+		cr_assert_eq(st.bg_pages_premapped - before.bg_pages_premapped,
+		    16, "round %d: premapped %llu of 16", round,
+		    st.bg_pages_premapped - before.bg_pages_premapped);
+		ahead_assert_zero(&r, "premapped after reset");
+		st = itest_status();
+		cr_assert_eq(st.faults, before.faults,
+		    "round %d: %llu faults after premapping", round,
+		    st.faults - before.faults);
+	}
+	hpz_region_destroy(&r);
+}

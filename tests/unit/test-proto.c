@@ -24,7 +24,8 @@
 
 static const uint16_t proto_types[] = {
 	HPZ_MSG_REGISTER, HPZ_MSG_UNREGISTER, HPZ_MSG_RESET, HPZ_MSG_STATUS,
-	HPZ_MSG_REGIONS, HPZ_MSG_POLICY, HPZ_MSG_REPLY, HPZ_MSG_STATUS_REPLY,
+	HPZ_MSG_REGIONS, HPZ_MSG_POLICY, HPZ_MSG_SCRUB, HPZ_MSG_REPLY,
+	HPZ_MSG_STATUS_REPLY,
 	HPZ_MSG_REGIONS_REPLY,
 };
 #define NTYPES	(sizeof(proto_types) / sizeof(proto_types[0]))
@@ -58,7 +59,8 @@ make_valid(struct hpz_msg *m, uint16_t type)
 		m->nfds = HPZ_REGISTER_NFDS;
 	} else
 		proto_init(m->u.bytes, type, len, 7);
-	if (type == HPZ_MSG_UNREGISTER || type == HPZ_MSG_RESET) {
+	if (type == HPZ_MSG_UNREGISTER || type == HPZ_MSG_RESET ||
+	    type == HPZ_MSG_SCRUB) {
 		m->u.range.addr = 0x7f0000000000ULL;
 		m->u.range.len = 4096;
 	}
@@ -163,7 +165,7 @@ Test(proto, size_of_each_type)
 	cr_expect_eq(proto_size(HPZ_MSG_STATUS_REPLY),
 	    sizeof(struct hpz_msg_status_reply));
 	cr_expect_eq(proto_size(0), 0);
-	cr_expect_eq(proto_size(7), 0);
+	cr_expect_eq(proto_size(8), 0);
 	cr_expect_eq(proto_size(63), 0);
 	cr_expect_eq(proto_size(67), 0);
 	cr_expect_eq(proto_size(UINT16_MAX), 0);
@@ -259,7 +261,7 @@ Test(proto, wrong_version)
 
 Test(proto, unknown_type)
 {
-	static const uint16_t	types[] = { 0, 7, 63, 67, UINT16_MAX };
+	static const uint16_t	types[] = { 0, 8, 63, 67, UINT16_MAX };
 	struct hpz_msg		m;
 	size_t			i;
 	char			what[32];
