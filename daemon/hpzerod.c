@@ -15,7 +15,7 @@
 #include "hpzerod.h"
 
 #define HPZD_STATUS_INTERVAL	5	/* seconds between STATUS= updates */
-#define HPZD_OPTSTRING		"c:s:w:k:K:H:e:p:r:S:dVh"
+#define HPZD_OPTSTRING		"c:s:w:k:K:H:e:p:r:S:B:C:U:dVh"
 
 #ifndef HPZD_CONFIG_DEFAULT
 #define HPZD_CONFIG_DEFAULT	"/etc/hpzerod.conf"
@@ -40,6 +40,9 @@ static const struct option hpzd_options[] = {
 	{ "route",	required_argument,	NULL, 'r' },
 	{ "split",	required_argument,	NULL, 'S' },
 	{ "config",	required_argument,	NULL, 'c' },
+	{ "background-gbs", required_argument,	NULL, 'B' },
+	{ "client-gbs",	required_argument,	NULL, 'C' },
+	{ "scrub",	required_argument,	NULL, 'U' },
 	{ "debug",	no_argument,		NULL, 'd' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -68,6 +71,9 @@ hpzd_usage(FILE *f)
 	    "      --route MODE        reader, thread or hash (default reader)\n"
 	    "      --split on|off      share a page's clear with workers\n"
 	    "                          already spinning (default on)\n"
+	    "      --scrub on|off      clear garbage in the background\n"
+	    "      --background-gbs G  background budget in all (0: none)\n"
+	    "      --client-gbs G      background budget a client (0: none)\n"
 	    "  -d, --debug             log debug messages\n"
 	    "  -V, --version           print the version and exit\n"
 	    "  -h, --help              print this help and exit\n"
@@ -145,6 +151,7 @@ hpzd_args(struct conf *c, int quiet, int *debug)
 {
 	const char	*k;
 	char		*end;
+	double		 g;
 	long		 v;
 	int		 ch;
 
@@ -212,6 +219,26 @@ hpzd_args(struct conf *c, int quiet, int *debug)
 			else
 				goto bad;
 			break;
+		case 'U':
+			if (strcmp(optarg, "on") == 0)
+				c->scrub = 1;
+			else if (strcmp(optarg, "off") == 0)
+				c->scrub = 0;
+			else
+				goto bad;
+			break;
+		case 'B':
+		case 'C':
+			errno = 0;
+			g = strtod(optarg, &end);
+			if (errno != 0 || *end != '\0' || end == optarg ||
+			    !(g >= 0) || g > 1e6)
+				goto bad;
+			if (ch == 'B')
+				c->background_gbs = g;
+			else
+				c->client_gbs = g;
+			break;
 		case 'd':
 			if (debug != NULL)
 				*debug = 1;
@@ -238,9 +265,13 @@ hpzd_args(struct conf *c, int quiet, int *debug)
 	}
 	return (0);
 bad:
-	if (!quiet)
-		fprintf(stderr, "hpzerod: bad value '%s' for -%c (see "
-		    "--help and hpzerod.conf(5))\n", optarg, ch);
+	if (!quiet) {
+		for (k = NULL, v = 0; hpzd_options[v].name != NULL; v++)
+			if (hpzd_options[v].val == ch)
+				k = hpzd_options[v].name;
+		fprintf(stderr, "hpzerod: bad value '%s' for --%s (see "
+		    "--help and hpzerod.conf(5))\n", optarg, k != NULL ? k : "?");
+	}
 	return (2);
 }
 
