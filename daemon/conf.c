@@ -78,6 +78,12 @@ static const struct conf_key conf_keys[] = {
 	    UINT64_MAX, "a size such as 4M" },
 	{ "background", "ahead_max", CONF_BYTES, CONF_FIELD(ahead_max), 0,
 	    UINT64_MAX, "a size such as 256M" },
+	{ "limits", "clients", CONF_INT, CONF_FIELD(uid_clients), 0,
+	    HPZD_CLIENTS_MAX, "a number from 0 to 1024" },
+	{ "limits", "regions", CONF_INT, CONF_FIELD(uid_regions), 0,
+	    1000000, "a number from 0 to 1000000" },
+	{ "limits", "bytes", CONF_BYTES, CONF_FIELD(uid_bytes), 0,
+	    UINT64_MAX, "a size such as 64G, or 0" },
 };
 #define CONF_NKEYS	(sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -130,6 +136,9 @@ conf_defaults(struct conf *c)
 	c->client_gbs = 0;
 	c->ahead_min = CONF_AHEAD_MIN;
 	c->ahead_max = CONF_AHEAD_MAX;
+	c->uid_clients = 64;
+	c->uid_regions = 4096;
+	c->uid_bytes = 0;
 }
 
 /* A byte count: decimal digits, then K, M, G or T (either case) or none. */

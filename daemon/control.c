@@ -23,6 +23,9 @@
 
 struct clients		 control_clients = TAILQ_HEAD_INITIALIZER(control_clients);
 static struct event	*control_ev;
+static int		 control_uid_clients = 64;
+static int		 control_uid_regions = 4096;
+static uint64_t		 control_uid_bytes;
 static int		 control_fd = -1;
 static uint64_t		 control_next_id = 1;
 static size_t		 control_count;
@@ -33,6 +36,36 @@ size_t
 control_nclients(void)
 {
 	return (control_count);
+}
+
+/* Per-uid limits, from the settings (0: unlimited). */
+void
+control_limits(const struct conf *c)
+{
+	control_uid_clients = c->uid_clients;
+	control_uid_regions = c->uid_regions;
+	control_uid_bytes = c->uid_bytes;
+}
+
+/* What one uid holds: connections, regions, bytes registered. */
+int
+control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes)
+{
+	struct client	*c;
+	struct region	*r;
+
+	*clients = *regions = 0;
+	*bytes = 0;
+	TAILQ_FOREACH(c, &control_clients, entry) {
+		if (c->uid != uid)
+			continue;
+		(*clients)++;
+		TAILQ_FOREACH(r, &c->regions, entry) {
+			(*regions)++;
+			*bytes += r->len;
+		}
+	}
+	return (0);
 }
 
 /* Create the socket directory and bind a fresh SOCK_SEQPACKET socket. */
@@ -158,7 +191,21 @@ control_register(struct client *c, struct hpz_msg *m)
 {
 	struct region	*r;
 	char		 why[HPZ_REPLY_TEXT];
-	int		 error;
+	uint64_t	 bytes;
+	int		 error, nc, nr;
+
+	control_uid_usage(c->uid, &nc, &nr, &bytes);
+	if ((control_uid_regions > 0 && nr >= control_uid_regions) ||
+	    (control_uid_bytes > 0 && (bytes > control_uid_bytes ||
+	    m->u.reg.len > control_uid_bytes - bytes))) {
+		proto_close_fds(m);
+		snprintf(why, sizeof(why), "uid %u is at its limit (%d "
+		    "regions, %llu bytes; the most is %d, %llu)",
+		    (unsigned)c->uid, nr, (unsigned long long)bytes,
+		    control_uid_regions, (unsigned long long)control_uid_bytes);
+		return (control_refuse(c, m->u.hdr.seq, -EDQUOT, "register",
+		    why));
+	}
 
 	error = region_create(c, &m->u.reg, m->fds[0], m->fds[1], &r, why,
 	    sizeof(why));
@@ -280,8 +327,8 @@ control_regions(struct client *c, struct hpz_msg *m)
  * error reply and the client is dropped (-1); a request refused for what
  * it asks keeps the connection.
  */
-static int
-control_dispatch(struct client *c, struct hpz_msg *m)
+int
+control_message(struct client *c, struct hpz_msg *m)
 {
 	char	why[HPZ_REPLY_TEXT];
 	int	error;
@@ -340,7 +387,7 @@ control_read_cb(int fd, short events, void *arg)
 			control_drop(c, NULL);
 			return;
 		}
-		if (control_dispatch(c, &m) == -1) {
+		if (control_message(c, &m) == -1) {
 			proto_close_fds(&m);
 			control_drop(c, "protocol error");
 			return;
@@ -396,6 +443,19 @@ control_accept_cb(int lfd, short events, void *arg)
 		    (int)cred.pid, (unsigned)cred.uid);
 		close(fd);
 		return;
+	}
+	if (control_uid_clients > 0) {
+		int		nc, nr;
+		uint64_t	nb;
+
+		control_uid_usage(cred.uid, &nc, &nr, &nb);
+		if (nc >= control_uid_clients) {
+			log_warnx("pid %d uid %u: uid has %d connections, the "
+			    "most allowed; refused", (int)cred.pid,
+			    (unsigned)cred.uid, nc);
+			close(fd);
+			return;
+		}
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warn("calloc");

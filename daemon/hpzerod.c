@@ -110,10 +110,14 @@ hpzd_reload(void)
 	    c.spin_us != hpzd_conf.spin_us || c.route != hpzd_conf.route ||
 	    c.split != hpzd_conf.split || c.scrub_threads !=
 	    hpzd_conf.scrub_threads)
-		log_warnx("SIGHUP: only [background] settings (but threads) "
+		log_warnx("SIGHUP: only [background] (but threads) and [limits] "
 		    "change while running; restart hpzerod for the others");
 	c.scrub_threads = hpzd_conf.scrub_threads;
 	scrub_configure(&c);
+	control_limits(&c);
+	hpzd_conf.uid_clients = c.uid_clients;
+	hpzd_conf.uid_regions = c.uid_regions;
+	hpzd_conf.uid_bytes = c.uid_bytes;
 	hpzd_conf.scrub = c.scrub;
 	hpzd_conf.background_gbs = c.background_gbs;
 	hpzd_conf.client_gbs = c.client_gbs;
@@ -372,6 +376,7 @@ main(int argc, char **argv)
 	}
 	if (control_init(lfd) == -1)
 		fatalx("cannot watch the listening socket");
+	control_limits(&hpzd_conf);
 
 	ev_term = evsignal_new(hpzd_base, SIGTERM, hpzd_signal_cb, NULL);
 	ev_int = evsignal_new(hpzd_base, SIGINT, hpzd_signal_cb, NULL);

@@ -293,6 +293,12 @@ void		 region_work_done(struct region *);
 void		 region_wake_waiters(struct region *);
 int		 region_set_policy(struct region *, uint32_t flags, int prio);
 int		 region_populate(struct region *, uint64_t idx, uint64_t n);
+int		 region_check_mapping(pid_t pid, uint64_t addr, uint64_t len,
+		    dev_t dev, ino_t ino, uint64_t offset, char *why,
+		    size_t whylen);
+int		 region_check_maps_line(const char *line, uint64_t *start,
+		    uint64_t *end, uint64_t *off, unsigned int *major,
+		    unsigned int *minor, unsigned long *ino, int *shared_rw);
 int		 region_client_node(pid_t pid, uint64_t addr);
 int		 region_page_node(const struct region *, uint64_t idx);
 
@@ -374,6 +380,10 @@ struct conf {
 	double		 client_gbs;		/* client_gbs, 0: unlimited */
 	uint64_t	 ahead_min;		/* ahead_min */
 	uint64_t	 ahead_max;		/* ahead_max */
+	/* [limits], per uid; 0: unlimited.  Re-read on SIGHUP. */
+	int		 uid_clients;		/* clients */
+	int		 uid_regions;		/* regions */
+	uint64_t	 uid_bytes;		/* bytes */
 };
 void		 conf_defaults(struct conf *);
 int		 conf_load(const char *path, struct conf *, char *why,
@@ -401,6 +411,10 @@ int		 control_listen(const char *path, int *from_systemd);
 int		 control_init(int listen_fd);
 void		 control_shutdown(void);
 size_t		 control_nclients(void);
+int		 control_message(struct client *, struct hpz_msg *);
+void		 control_limits(const struct conf *);
+int		 control_uid_usage(uid_t, int *clients, int *regions,
+		    uint64_t *bytes);
 
 /* stats.c */
 extern struct stats	 stats;

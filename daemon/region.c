@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <linux/falloc.h>
 #include <linux/userfaultfd.h>
@@ -174,6 +175,10 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 		return (error);
 	if ((error = region_check_range(m->addr, m->len, m->offset,
 	    m->page_size, &b, why, whylen)) != 0)
+		return (error);
+	/* The range must be the client's own shared mapping of that file. */
+	if (c->pid > 0 && (error = region_check_mapping(c->pid, m->addr,
+	    m->len, b.dev, b.ino, m->offset, why, whylen)) != 0)
 		return (error);
 	need = b.fs_magic == HPZD_HUGETLBFS_MAGIC ?
 	    UFFD_FEATURE_MINOR_HUGETLBFS : UFFD_FEATURE_MINOR_SHMEM;
@@ -489,5 +494,69 @@ region_populate(struct region *r, uint64_t idx, uint64_t n)
 	if (fallocate(r->fd, 0, (off_t)(r->offset + idx * r->page_size),
 	    (off_t)(n * r->page_size)) == -1)
 		return (-errno);
+	return (0);
+}
+
+/*
+ * Parse one line of /proc/PID/maps: "start-end perms offset maj:min inode
+ * path".  0, or -1 if it is not such a line.
+ */
+int
+region_check_maps_line(const char *line, uint64_t *start, uint64_t *end,
+    uint64_t *off, unsigned int *major, unsigned int *minor,
+    unsigned long *ino, int *shared_rw)
+{
+	unsigned long long	a, b, o;
+	char			perms[8];
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %lu", &a, &b, perms, &o,
+	    major, minor, ino) != 7 || b <= a || strlen(perms) != 4)
+		return (-1);
+	*start = a;
+	*end = b;
+	*off = o;
+	*shared_rw = perms[0] == 'r' && perms[1] == 'w' && perms[3] == 's';
+	return (0);
+}
+
+/*
+ * Does the client's own address space map [addr, addr+len) shared and
+ * writable from this file at this offset, in one or more adjacent
+ * mappings?  Otherwise the client describes memory that is not its own
+ * mapping of the file it passed: refused.
+ */
+int
+region_check_mapping(pid_t pid, uint64_t addr, uint64_t len, dev_t dev,
+    ino_t ino, uint64_t offset, char *why, size_t whylen)
+{
+	char		 path[64], line[4096];
+	FILE		*f;
+	uint64_t	 start, end, off, pos = addr, limit = addr + len;
+	unsigned long	 lino;
+	unsigned int	 maj, min;
+	int		 srw;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return (region_fail(why, whylen, -EPERM,
+		    "cannot read the client's mappings: %s", strerror(errno)));
+	while (pos < limit && fgets(line, sizeof(line), f) != NULL) {
+		if (region_check_maps_line(line, &start, &end, &off, &maj,
+		    &min, &lino, &srw) == -1 || end <= pos)
+			continue;
+		if (start > pos)
+			break;	/* a hole */
+		if (!srw || makedev(maj, min) != dev || (ino_t)lino != ino ||
+		    off + (pos - start) != offset + (pos - addr))
+			break;
+		pos = end;
+	}
+	fclose(f);
+	if (pos < limit)
+		return (region_fail(why, whylen, -EINVAL,
+		    "0x%llx is not the client's shared, writable mapping of "
+		    "the file it passed at offset %llu",
+		    (unsigned long long)pos,
+		    (unsigned long long)(offset + (pos - addr))));
 	return (0);
 }

@@ -354,8 +354,10 @@ Test(ahead, premap_after_reset_survives_the_zap)
 	itest_create(&r, 32 * MiB, HPZ_PAGE_2M);
 	ahead_register(&r, HPZ_PREMAP);
 	for (round = 0; round < 3; round++) {
+		st = itest_status();
 		memset(r.addr, 0x44, r.len);
-		before = itest_status();
+		/* The first round's writes fault; let their counts land. */
+		before = itest_status_faults(&st, round == 0 ? 16 : 0);
 		cr_assert_eq(hpz_reset(&r), 0, "%s", hpz_last_error());
 		AHEAD_WAIT(st, st.bg_pages_premapped -
 		    before.bg_pages_premapped >= 16);

@@ -332,3 +332,28 @@ Test(hostile, flood_of_requests_without_reading)
 	close(sock);
 	bad_daemon_alive();
 }
+
+Test(hostile, mapping_that_is_not_the_clients_own)
+{
+	struct hpz_region	 r, other, far;
+	uint64_t		 feat, ioc;
+	int			 sock, uffd;
+
+	itest_need_pages(2048, 4);
+	cr_assert_eq(hpz_region_create(&r, 2 * MiB, HPZ_PAGE_2M), 0);
+	cr_assert_eq(hpz_region_create(&other, 2 * MiB, HPZ_PAGE_2M), 0);
+	uffd = itest_make_uffd(r.addr, r.len, &feat, &ioc);
+	sock = itest_raw_connect();
+	/* The uffd covers r, but the file passed backs another mapping. */
+	bad_register(sock, &r, uffd, other.fd, 2 * MiB, feat, ioc, -EINVAL);
+	/* A range of ours that maps nothing at all. */
+	far = r;
+	far.addr = (char *)r.addr + 64 * MiB;
+	bad_register(sock, &far, uffd, r.fd, 2 * MiB, feat, ioc, -EINVAL);
+	/* The real thing is accepted. */
+	bad_register(sock, &r, uffd, r.fd, 2 * MiB, feat, ioc, 0);
+	close(sock);
+	close(uffd);
+	hpz_region_destroy(&other);
+	hpz_region_destroy(&r);
+}

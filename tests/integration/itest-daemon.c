@@ -363,3 +363,45 @@ Test(daemon, background_budget_throttles_scrub)
 	unlink(conf);
 	rmdir(dir);
 }
+
+Test(daemon, per_uid_limits)
+{
+	struct hpz_region	 a, b;
+	char			 dir[] = "/tmp/hpz-conf.XXXXXX", conf[128];
+	char			 sock[128];
+	pid_t			 pid;
+	int			 status, error, s1, s2, s3;
+	char			 c;
+
+	itest_need_pages(2048, 4);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	conf_write(conf, "[limits]\nregions = 1\nclients = 3\n");
+	pid = conf_start(conf, sock);
+	cr_assert_eq(hpz_region_create(&a, 2 * MiB, HPZ_PAGE_2M), 0);
+	cr_assert_eq(hpz_region_create(&b, 2 * MiB, HPZ_PAGE_2M), 0);
+	cr_assert_eq(hpz_register(&a), 0, "%s", hpz_last_error());
+	error = hpz_register(&b);
+	cr_assert_eq(error, -EDQUOT, "second region: %d (%s)", error,
+	    hpz_last_error());
+	cr_assert_not_null(strstr(hpz_last_error(), "limit"));
+	/* Our library's connection plus two more: the third is closed. */
+	s1 = itest_raw_connect();
+	s2 = itest_raw_connect();
+	s3 = itest_raw_connect();
+	cr_assert_eq(recv(s3, &c, 1, 0), 0, "a connection over the limit "
+	    "was kept");
+	close(s1);
+	close(s2);
+	close(s3);
+	/* And the first region is still served. */
+	cr_assert_eq(itest_count_nonzero(a.addr, a.len, &(size_t){ 0 }), 0);
+	hpz_region_destroy(&a);
+	hpz_region_destroy(&b);
+	kill(pid, SIGTERM);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unlink(conf);
+	rmdir(dir);
+}

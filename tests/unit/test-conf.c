@@ -695,3 +695,20 @@ Test(conf, short_why_buffer)
 	cr_assert_eq(strlen(why), 7);
 	cr_assert_eq(why[8], 'x', "wrote past whylen");
 }
+
+Test(conf, limits_section)
+{
+	struct conf	c;
+
+	conf_defaults(&c);
+	cr_assert_eq(c.uid_clients, 64);
+	cr_assert_eq(c.uid_regions, 4096);
+	cr_assert_eq(c.uid_bytes, 0);
+	expect_good("[limits]\nclients = 3\nregions = 10\nbytes = 64G\n", &c);
+	cr_assert_eq(c.uid_clients, 3);
+	cr_assert_eq(c.uid_regions, 10);
+	cr_assert_eq(c.uid_bytes, 64ULL << 30);
+	expect_bad("[limits]\nclients = 2000\n", 2, "clients must be");
+	expect_bad("[limits]\nregions = -1\n", 2, "regions must be");
+	expect_bad("[limits]\nbytes = lots\n", 2, "bytes must be");
+}

@@ -606,3 +606,73 @@ Test(region, reset_waits_for_busy_page)
 	cr_assert_eq(atomic_load(&r.inflight), 0);
 	free(r.state);
 }
+
+/* --- is it the client's own mapping? (region_check_mapping) ------------- */
+
+Test(mapping, maps_line_parsed)
+{
+	uint64_t	start, end, off;
+	unsigned int	maj, min;
+	unsigned long	ino;
+	int		srw;
+
+	cr_assert_eq(region_check_maps_line("7f0000000000-7f0000200000 rw-s "
+	    "00400000 00:0f 12345 /memfd:x (deleted)\n", &start, &end, &off,
+	    &maj, &min, &ino, &srw), 0);
+	cr_assert_eq(start, 0x7f0000000000ULL);
+	cr_assert_eq(end, 0x7f0000200000ULL);
+	cr_assert_eq(off, 0x400000ULL);
+	cr_assert_eq(maj, 0);
+	cr_assert_eq(min, 15);
+	cr_assert_eq(ino, 12345);
+	cr_assert(srw);
+	cr_assert_eq(region_check_maps_line("7f0000000000-7f0000200000 rw-p "
+	    "00000000 00:00 0\n", &start, &end, &off, &maj, &min, &ino, &srw),
+	    0);
+	cr_assert_not(srw, "a private mapping is not shared");
+	cr_assert_eq(region_check_maps_line("7f0000000000-7f0000200000 r--s "
+	    "00000000 00:0f 7 /x\n", &start, &end, &off, &maj, &min, &ino,
+	    &srw), 0);
+	cr_assert_not(srw, "a read-only mapping will not do");
+	cr_assert_eq(region_check_maps_line("garbage\n", &start, &end, &off,
+	    &maj, &min, &ino, &srw), -1);
+	cr_assert_eq(region_check_maps_line("2000-1000 rw-s 0 00:01 1\n",
+	    &start, &end, &off, &maj, &min, &ino, &srw), -1);
+}
+
+Test(mapping, own_shared_mapping_accepted_others_refused)
+{
+	struct stat	 st;
+	char		 why[256];
+	char		*p, *priv;
+	int		 fd;
+
+	fd = memfd_create("maptest", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 8 * 4096), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	p = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	cr_assert_eq(region_check_mapping(getpid(), (uintptr_t)p, 8 * 4096,
+	    st.st_dev, st.st_ino, 0, why, sizeof(why)), 0, "%s", why);
+	/* A sub-range at the matching offset is fine too. */
+	cr_assert_eq(region_check_mapping(getpid(), (uintptr_t)p + 4096,
+	    4096, st.st_dev, st.st_ino, 4096, why, sizeof(why)), 0, "%s", why);
+	/* The wrong offset, inode or a range past the mapping: refused. */
+	cr_assert_eq(region_check_mapping(getpid(), (uintptr_t)p, 8 * 4096,
+	    st.st_dev, st.st_ino, 4096, why, sizeof(why)), -EINVAL);
+	cr_assert_eq(region_check_mapping(getpid(), (uintptr_t)p, 8 * 4096,
+	    st.st_dev, st.st_ino + 1, 0, why, sizeof(why)), -EINVAL);
+	cr_assert_eq(region_check_mapping(getpid(), (uintptr_t)p, 9 * 4096,
+	    st.st_dev, st.st_ino, 0, why, sizeof(why)), -EINVAL);
+	cr_assert_not_null(strstr(why, "not the client's"), "%s", why);
+	/* A private mapping of the same file is not shared memory. */
+	priv = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd,
+	    0);
+	cr_assert_neq(priv, MAP_FAILED);
+	cr_assert_eq(region_check_mapping(getpid(), (uintptr_t)priv, 8 * 4096,
+	    st.st_dev, st.st_ino, 0, why, sizeof(why)), -EINVAL);
+	munmap(priv, 8 * 4096);
+	munmap(p, 8 * 4096);
+	close(fd);
+}
