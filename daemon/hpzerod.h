@@ -242,6 +242,7 @@ struct stats {
 	atomic_uint_fast64_t	bg_pages_populated;
 	atomic_uint_fast64_t	bg_pages_premapped;
 	atomic_uint_fast64_t	bg_throttle_ns;
+	atomic_uint_fast64_t	faults_stray;	/* outside their region */
 };
 
 /* hpzerod.c */

@@ -426,8 +426,17 @@ uffd_handle(struct worker *self, struct work *first)
 	int			 error = 0, took, helpers, waited;
 
 	if (first->addr < r->addr || first->addr - r->addr >= r->len) {
-		log_warnx("region %llu: fault at 0x%llx outside the region",
-		    (unsigned long long)r->id, (unsigned long long)first->addr);
+		/*
+		 * The client registered more on this uffd than it told us.
+		 * Answer (wake it, the kernel decides what follows), never
+		 * leave it hanging; say so once in a while.
+		 */
+		if (atomic_fetch_add(&stats.faults_stray, 1) % 1000 == 0)
+			log_warnx("region %llu: fault at 0x%llx outside the "
+			    "region: woken, not served",
+			    (unsigned long long)r->id,
+			    (unsigned long long)first->addr);
+		uffd_wake(r, first->addr & ~4095ULL, 4096);
 		region_work_done(r);
 		free(first);
 		return;
