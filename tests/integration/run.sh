@@ -36,9 +36,17 @@ echo "huge pages: 2 MiB free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/fre
 	"1 GiB free $(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo 0)"
 
 sock=$dir/hpzerod.sock
-"$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
+# HPZ_VALGRIND=1: the daemon runs under valgrind memcheck (slow); any error
+# or leak fails the run.
+vg=
+if [ -n "${HPZ_VALGRIND:-}" ]; then
+	vg="valgrind --quiet --error-exitcode=99 --leak-check=full \
+	    --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
+	export HPZ_WAIT_SCALE=20
+fi
+$vg "$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
 pid=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 if [ ! -S "$sock" ]; then
 	echo "hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
 fi
@@ -58,7 +66,7 @@ pid=
 if [ "$drc" != 0 ]; then
 	echo "hpzerod exited with status $drc on SIGTERM"; rc=1
 fi
-if grep -qE 'Sanitizer|runtime error' "$dir/hpzerod.log"; then
+if grep -qE 'Sanitizer|runtime error|^==[0-9]+==' "$dir/hpzerod.log"; then
 	echo "sanitizer report from hpzerod:"; rc=1
 	grep -A30 -E 'Sanitizer|runtime error' "$dir/hpzerod.log" | head -80
 fi
