@@ -74,6 +74,7 @@ control_bind(const char *path)
 {
 	struct sockaddr_un	 sun;
 	char			 dir[sizeof(sun.sun_path)];
+	char			 tmp[sizeof(sun.sun_path)];
 	int			 fd, probe;
 
 	memset(&sun, 0, sizeof(sun));
@@ -104,20 +105,31 @@ control_bind(const char *path)
 		return (-1);
 	}
 
+	/*
+	 * Bind and listen under a temporary name, then rename: the path
+	 * appears only once it accepts, so no client sees ECONNREFUSED.
+	 */
+	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp)) {
+		log_warnx("socket path too long: %s", path);
+		return (-1);
+	}
+	unlink(tmp);
+	strcpy(sun.sun_path, tmp);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd == -1) {
 		log_warn("socket");
 		return (-1);
 	}
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		log_warn("bind %s", path);
+		log_warn("bind %s", tmp);
 		close(fd);
 		return (-1);
 	}
-	if (chmod(path, 0660) == -1)
-		log_warn("chmod %s", path);
-	if (listen(fd, 128) == -1) {
-		log_warn("listen %s", path);
+	if (chmod(tmp, 0660) == -1)
+		log_warn("chmod %s", tmp);
+	if (listen(fd, 128) == -1 || rename(tmp, path) == -1) {
+		log_warn("listen on %s", path);
+		unlink(tmp);
 		close(fd);
 		return (-1);
 	}

@@ -1,0 +1,391 @@
+/*
+ * hpz-run.c - run an unmodified program (a VM monitor, typically) with its
+ * huge-page guest RAM served by hpzerod: check the options, set the
+ * environment libhpz-preload.so reads, put it first in LD_PRELOAD, exec.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "hpz.h"
+
+#ifndef HPZ_PRELOAD_PATH
+#define HPZ_PRELOAD_PATH	"/usr/local/lib/hpzerod/libhpz-preload.so"
+#endif
+
+#define RUN_EXIT_USAGE		2
+#define RUN_EXIT_CANNOT_EXEC	126
+#define RUN_EXIT_NOT_FOUND	127
+
+/* The flag names libhpz-preload.so understands (HPZ_RUN_FLAGS). */
+static const char *const run_flag_names[] = {
+	"discard", "ahead", "onfault", "eager", "premap", "noscrub", "none"
+};
+
+static void
+run_usage(FILE *f)
+{
+	fprintf(f,
+"usage: hpz-run [-hv] [-f flags] [-m min-size] [-s socket] [--] program\n"
+"               [args ...]\n"
+"\n"
+"Run program with its large MAP_SHARED hugetlbfs and shmem mappings (guest\n"
+"RAM) registered with hpzerod, so their pages are cleared by the daemon.\n"
+"\n"
+"  -f, --flags LIST     region flags, comma separated: discard, ahead\n"
+"                       (or onfault), eager, premap, noscrub, none\n"
+"                       (default: $HPZ_RUN_FLAGS, else none)\n"
+"  -m, --min-size SIZE  smallest mapping to register, bytes with an optional\n"
+"                       K, M, G or T suffix (default: $HPZ_RUN_MIN, else 64M)\n"
+"  -s, --socket PATH    hpzerod's socket (default: $HPZ_SOCKET, else\n"
+"                       " HPZ_SOCKET_DEFAULT ")\n"
+"  -v, --verbose        print a line for each mapping registered\n"
+"  -h, --help           print this help\n"
+"\n"
+"The preload library is " HPZ_PRELOAD_PATH ";\n"
+"$HPZ_PRELOAD names another.  Children of program inherit LD_PRELOAD.\n");
+}
+
+static void __attribute__((format(printf, 1, 2), noreturn))
+run_usage_error(const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs("hpz-run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'hpz-run -h' for help.\n", stderr);
+	exit(RUN_EXIT_USAGE);
+}
+
+/* "64M", "1G", "4096": bytes with an optional K/M/G/T suffix. */
+static int
+run_parse_size(const char *s, unsigned long long *out)
+{
+	unsigned long long	 v, mult = 1;
+	char			*end;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return (-1);
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return (-1);
+	switch (*end) {
+	case 'k': case 'K':
+		mult = 1ULL << 10;
+		end++;
+		break;
+	case 'm': case 'M':
+		mult = 1ULL << 20;
+		end++;
+		break;
+	case 'g': case 'G':
+		mult = 1ULL << 30;
+		end++;
+		break;
+	case 't': case 'T':
+		mult = 1ULL << 40;
+		end++;
+		break;
+	}
+	if (*end != '\0' || v > SIZE_MAX / mult)
+		return (-1);
+	*out = v * mult;
+	return (0);
+}
+
+/* Check a flag list; exit with the valid names if a word is not one. */
+static void
+run_check_flags(const char *what, const char *s)
+{
+	const char	*p = s, *q;
+	char		 valid[128];
+	size_t		 n, i, off = 0;
+
+	while (*p != '\0') {
+		q = strchr(p, ',');
+		n = q != NULL ? (size_t)(q - p) : strlen(p);
+		for (i = 0; i < sizeof(run_flag_names) /
+		    sizeof(run_flag_names[0]); i++) {
+			if (strlen(run_flag_names[i]) == n &&
+			    strncmp(run_flag_names[i], p, n) == 0)
+				break;
+		}
+		if (n != 0 && i == sizeof(run_flag_names) /
+		    sizeof(run_flag_names[0])) {
+			for (i = 0; i < sizeof(run_flag_names) /
+			    sizeof(run_flag_names[0]); i++)
+				off += (size_t)snprintf(valid + off,
+				    sizeof(valid) - off, "%s%s",
+				    i != 0 ? ", " : "", run_flag_names[i]);
+			run_usage_error("%s: unknown flag '%.*s' (valid: %s)",
+			    what, (int)n, p, valid);
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+}
+
+/* Where execvp will find program, for the static-binary check; or NULL. */
+static char *
+run_find_program(const char *prog)
+{
+	const char	*path, *p, *q;
+	char		 buf[PATH_MAX];
+	struct stat	 sb;
+	size_t		 n;
+
+	if (strchr(prog, '/') != NULL)
+		return (strdup(prog));
+	if ((path = getenv("PATH")) == NULL)
+		path = "/bin:/usr/bin";
+	for (p = path; ; p = q + 1) {
+		q = strchr(p, ':');
+		n = q != NULL ? (size_t)(q - p) : strlen(p);
+		if (n == 0)
+			snprintf(buf, sizeof(buf), "%s", prog);
+		else
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, prog);
+		if (stat(buf, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    access(buf, X_OK) == 0)
+			return (strdup(buf));
+		if (q == NULL)
+			return (NULL);
+	}
+}
+
+/* 1 if path is an ELF executable with no interpreter: no LD_PRELOAD. */
+static int
+run_is_static(const char *path)
+{
+	unsigned char	 id[EI_NIDENT];
+	Elf64_Ehdr	 e64;
+	Elf32_Ehdr	 e32;
+	Elf64_Phdr	 p64;
+	Elf32_Phdr	 p32;
+	uint64_t	 phoff;
+	unsigned int	 phnum, phentsize, i, type;
+	int		 fd, result = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (0);
+	if (pread(fd, id, sizeof(id), 0) != (ssize_t)sizeof(id) ||
+	    memcmp(id, ELFMAG, SELFMAG) != 0)
+		goto out;
+	if (id[EI_CLASS] == ELFCLASS64) {
+		if (pread(fd, &e64, sizeof(e64), 0) != (ssize_t)sizeof(e64))
+			goto out;
+		if (e64.e_type != ET_EXEC && e64.e_type != ET_DYN)
+			goto out;
+		phoff = e64.e_phoff;
+		phnum = e64.e_phnum;
+		phentsize = e64.e_phentsize;
+	} else if (id[EI_CLASS] == ELFCLASS32) {
+		if (pread(fd, &e32, sizeof(e32), 0) != (ssize_t)sizeof(e32))
+			goto out;
+		if (e32.e_type != ET_EXEC && e32.e_type != ET_DYN)
+			goto out;
+		phoff = e32.e_phoff;
+		phnum = e32.e_phnum;
+		phentsize = e32.e_phentsize;
+	} else
+		goto out;
+	if (phnum == 0 || phentsize == 0)
+		goto out;
+	for (i = 0; i < phnum; i++) {
+		if (id[EI_CLASS] == ELFCLASS64) {
+			if (pread(fd, &p64, sizeof(p64), (off_t)(phoff +
+			    (uint64_t)i * phentsize)) != (ssize_t)sizeof(p64))
+				goto out;
+			type = p64.p_type;
+		} else {
+			if (pread(fd, &p32, sizeof(p32), (off_t)(phoff +
+			    (uint64_t)i * phentsize)) != (ssize_t)sizeof(p32))
+				goto out;
+			type = p32.p_type;
+		}
+		if (type == PT_INTERP)
+			goto out;
+	}
+	result = 1;
+out:
+	close(fd);
+	return (result);
+}
+
+/* Put the preload library first in LD_PRELOAD, once. */
+static void
+run_set_preload(const char *lib)
+{
+	const char	*old = getenv("LD_PRELOAD"), *p;
+	char		*val;
+	size_t		 n, len = strlen(lib);
+
+	if (old != NULL) {
+		for (p = old; *p != '\0'; p += n) {
+			p += strspn(p, " :");
+			n = strcspn(p, " :");
+			if (n == len && strncmp(p, lib, n) == 0)
+				return;
+		}
+	}
+	if (old == NULL || old[strspn(old, " :")] == '\0')
+		val = strdup(lib);
+	else if (asprintf(&val, "%s:%s", lib, old) == -1)
+		val = NULL;
+	if (val == NULL || setenv("LD_PRELOAD", val, 1) == -1) {
+		fprintf(stderr, "hpz-run: cannot set LD_PRELOAD: %s\n",
+		    strerror(errno));
+		exit(RUN_EXIT_CANNOT_EXEC);
+	}
+	free(val);
+}
+
+/* The preload library as an absolute path; exits 127 if it is missing. */
+static char *
+run_preload_path(void)
+{
+	const char	*lib = getenv("HPZ_PRELOAD"), *why = NULL;
+	char		*abs;
+	struct stat	 sb;
+
+	if (lib == NULL || *lib == '\0')
+		lib = HPZ_PRELOAD_PATH;
+	abs = NULL;
+	if (stat(lib, &sb) == -1)
+		why = strerror(errno);
+	else if (!S_ISREG(sb.st_mode))
+		why = "not a regular file";
+	else if ((abs = realpath(lib, NULL)) == NULL)
+		why = strerror(errno);
+	if (abs == NULL) {
+		fprintf(stderr, "hpz-run: preload library %s: %s (is hpzerod "
+		    "installed? HPZ_PRELOAD may name the library)\n", lib, why);
+		exit(RUN_EXIT_NOT_FOUND);
+	}
+	if (strpbrk(abs, " :") != NULL) {
+		fprintf(stderr, "hpz-run: preload library %s: LD_PRELOAD "
+		    "cannot hold a path with a space or a colon\n", abs);
+		exit(RUN_EXIT_NOT_FOUND);
+	}
+	return (abs);
+}
+
+static void
+run_setenv(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) == -1) {
+		fprintf(stderr, "hpz-run: setenv %s: %s\n", name,
+		    strerror(errno));
+		exit(RUN_EXIT_CANNOT_EXEC);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "flags",	required_argument,	NULL, 'f' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ "min-size",	required_argument,	NULL, 'm' },
+		{ "socket",	required_argument,	NULL, 's' },
+		{ "verbose",	no_argument,		NULL, 'v' },
+		{ NULL,		0,			NULL, 0 }
+	};
+	const char		*flags = NULL, *min = NULL, *sock = NULL;
+	char			*lib, *prog, cwd[PATH_MAX], buf[PATH_MAX + 32];
+	unsigned long long	 minval;
+	int			 ch, verbose = 0, error;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:f:hm:s:v", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			flags = optarg;
+			break;
+		case 'h':
+			run_usage(stdout);
+			return (0);
+		case 'm':
+			min = optarg;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'v':
+			verbose = 1;
+			break;
+		case ':':
+			run_usage_error("option '%s' needs an argument",
+			    argv[optind - 1]);
+		default:
+			if (optopt != 0)
+				run_usage_error("unknown option '-%c'", optopt);
+			run_usage_error("unknown option '%s'",
+			    argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		run_usage_error("no program to run");
+
+	/* Options win over the environment; both are checked here. */
+	if (flags == NULL)
+		flags = getenv("HPZ_RUN_FLAGS");
+	if (flags != NULL) {
+		run_check_flags(getenv("HPZ_RUN_FLAGS") == flags ?
+		    "HPZ_RUN_FLAGS" : "-f", flags);
+		run_setenv("HPZ_RUN_FLAGS", flags);
+	}
+	if (min == NULL && (min = getenv("HPZ_RUN_MIN")) != NULL &&
+	    *min == '\0')
+		min = NULL;
+	if (min != NULL) {
+		if (run_parse_size(min, &minval) != 0)
+			run_usage_error("%s: '%s' is not a size (bytes, or "
+			    "a number with K, M, G or T)", getenv("HPZ_RUN_MIN")
+			    == min ? "HPZ_RUN_MIN" : "-m", min);
+		snprintf(buf, sizeof(buf), "%llu", minval);
+		run_setenv("HPZ_RUN_MIN", buf);
+	}
+	if (sock != NULL) {
+		if (*sock == '\0')
+			run_usage_error("-s: empty socket path");
+		/* The program may change directory: keep the path whole. */
+		if (*sock != '/' && getcwd(cwd, sizeof(cwd)) != NULL) {
+			snprintf(buf, sizeof(buf), "%s/%s", cwd, sock);
+			sock = buf;
+		}
+		run_setenv("HPZ_SOCKET", sock);
+	}
+	if (verbose)
+		run_setenv("HPZ_RUN_VERBOSE", "1");
+
+	lib = run_preload_path();
+	run_set_preload(lib);
+	free(lib);
+
+	if ((prog = run_find_program(argv[optind])) != NULL &&
+	    run_is_static(prog))
+		fprintf(stderr, "hpz-run: warning: %s is statically linked: "
+		    "LD_PRELOAD cannot reach it, so hpzerod will serve "
+		    "nothing of it\n", prog);
+	free(prog);
+
+	execvp(argv[optind], argv + optind);
+	error = errno;
+	fprintf(stderr, "hpz-run: %s: %s\n", argv[optind], strerror(error));
+	return (error == ENOENT ? RUN_EXIT_NOT_FOUND : RUN_EXIT_CANNOT_EXEC);
+}
