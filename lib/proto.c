@@ -328,8 +328,11 @@ proto_recv(int sock, struct hpz_msg *msg)
 	}
 	if (mh.msg_flags & MSG_CTRUNC)
 		msg->nfds += PROTO_CMSG_FDS;	/* more than we could see */
-	if (n == 0 && msg->nfds == 0)
+	if (n == 0) {
+		/* End of file, or an empty message: either way no fds kept. */
+		proto_close_fds(msg);
 		return (0);
+	}
 	msg->len = (size_t)n;
 	if ((mh.msg_flags & MSG_TRUNC) || msg->len > HPZ_MSG_MAX)
 		msg->len = HPZ_MSG_MAX + 1;

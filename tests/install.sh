@@ -16,7 +16,8 @@ for f in include/hpz.h lib/libhpz.so lib/pkgconfig/libhpz.pc sbin/hpzerod \
     bin/hpzctl bin/hpz-demo share/man/man8/hpzerod.8 share/man/man8/hpzctl.8 \
     share/man/man3/hpz_register.3 share/man/man3/hpz_reset.3 \
     share/man/man3/hpz_list_regions.3 share/man/man3/hpz_set_policy.3 \
-    share/man/man1/hpz-demo.1 lib/systemd/system/hpzerod.service \
+    share/man/man1/hpz-demo.1 share/man/man1/hpz-run.1 bin/hpz-run \
+    lib/hpzerod/libhpz-preload.so lib/systemd/system/hpzerod.service \
     lib/systemd/system/hpzerod.socket; do
 	if [ -e "$dest$prefix/$f" ]; then
 		echo "ok   installed $prefix/$f"; pass=$((pass + 1))

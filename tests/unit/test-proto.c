@@ -896,3 +896,25 @@ Test(proto, status_reply_kernel_names_terminated)
 	memset(m.u.status.hot_kernel, 'x', sizeof(m.u.status.hot_kernel));
 	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
 }
+
+Test(proto, empty_message_with_fds_closes_them)
+{
+	struct hpz_msg	m;
+	int		sv[2], fds[2], before;
+	char		c = 0;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
+	    0);
+	before = count_fds();
+	fds[0] = memfd_create("a", MFD_CLOEXEC);
+	fds[1] = memfd_create("b", MFD_CLOEXEC);
+	/* A zero-length packet may still carry descriptors. */
+	cr_assert_eq(proto_send(sv[0], &c, 0, fds, 2), 0);
+	close(fds[0]);
+	close(fds[1]);
+	cr_assert_eq(proto_recv(sv[1], &m), 0);
+	cr_assert_eq(m.nfds, 0);
+	cr_assert_eq(count_fds(), before, "received fds were kept");
+	close(sv[0]);
+	close(sv[1]);
+}
