@@ -102,6 +102,16 @@ if [ "$what" = check ]; then
 	# The same suite under AddressSanitizer and UBSan.
 	build build-asan --enable-asan
 	check build-asan
+	# The release tarball builds, installs and passes from a clean tree.
+	step "make distcheck in build"
+	cd "$top/build"
+	if ! HPZ_FUZZ_SECONDS=0 make -s distcheck >distcheck.log 2>&1; then
+		tail -60 distcheck.log
+		echo "make distcheck failed; see build/distcheck.log"
+		fail=$((fail + 1))
+	else
+		grep -A2 'archives ready' distcheck.log
+	fi
 	echo
 	echo "criterion: $pass passed, $fail failed, $skip skipped"
 	[ "$fail" = 0 ]
