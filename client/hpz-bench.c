@@ -44,6 +44,7 @@
 #include <json.h>
 
 #include "hpz.h"
+#include "size.h"
 #include "hpzerod.h"
 
 #ifndef MAP_HUGE_SHIFT
@@ -451,40 +452,12 @@ bench_human(size_t n, char *buf, size_t len)
 static int
 bench_parse_size(const char *s, size_t *out)
 {
-	unsigned long long	 v;
-	unsigned int		 shift = 0;
-	char			*end;
+	uint64_t	v;
 
-	if (*s < '0' || *s > '9')
+	/* The warm-up maps more than the size: keep far from overflow. */
+	if (size_parse(s, &v) != 0 || v == 0 || v > SIZE_MAX / 8)
 		return (-1);
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return (-1);
-	switch (*end) {
-	case '\0':
-		break;
-	case 'k': case 'K':
-		shift = 10;
-		break;
-	case 'm': case 'M':
-		shift = 20;
-		break;
-	case 'g': case 'G':
-		shift = 30;
-		break;
-	case 't': case 'T':
-		shift = 40;
-		break;
-	default:
-		return (-1);
-	}
-	if (*end != '\0' && end[1] != '\0')
-		return (-1);
-	/* The warm-up maps twice the size, rounded up to 1 GiB pages. */
-	if (v == 0 || v > ((SIZE_MAX / 8) >> shift))
-		return (-1);
-	*out = (size_t)v << shift;
+	*out = (size_t)v;
 	return (0);
 }
 

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 
 #include "hpz.h"
+#include "runflags.h"
+#include "size.h"
 
 #ifndef HPZ_PRELOAD_PATH
 #define HPZ_PRELOAD_PATH	"/usr/local/lib/hpzerod/libhpz-preload.so"
@@ -25,11 +27,6 @@
 #define RUN_EXIT_USAGE		2
 #define RUN_EXIT_CANNOT_EXEC	126
 #define RUN_EXIT_NOT_FOUND	127
-
-/* The flag names libhpz-preload.so understands (HPZ_RUN_FLAGS). */
-static const char *const run_flag_names[] = {
-	"discard", "ahead", "onfault", "eager", "premap", "noscrub", "none"
-};
 
 static void
 run_usage(FILE *f)
@@ -72,36 +69,11 @@ run_usage_error(const char *fmt, ...)
 static int
 run_parse_size(const char *s, unsigned long long *out)
 {
-	unsigned long long	 v, mult = 1;
-	char			*end;
+	uint64_t	v;
 
-	if (s == NULL || *s < '0' || *s > '9')
+	if (size_parse(s, &v) != 0 || v > SIZE_MAX)
 		return (-1);
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return (-1);
-	switch (*end) {
-	case 'k': case 'K':
-		mult = 1ULL << 10;
-		end++;
-		break;
-	case 'm': case 'M':
-		mult = 1ULL << 20;
-		end++;
-		break;
-	case 'g': case 'G':
-		mult = 1ULL << 30;
-		end++;
-		break;
-	case 't': case 'T':
-		mult = 1ULL << 40;
-		end++;
-		break;
-	}
-	if (*end != '\0' || v > SIZE_MAX / mult)
-		return (-1);
-	*out = v * mult;
+	*out = v;
 	return (0);
 }
 
@@ -109,33 +81,12 @@ run_parse_size(const char *s, unsigned long long *out)
 static void
 run_check_flags(const char *what, const char *s)
 {
-	const char	*p = s, *q;
-	char		 valid[128];
-	size_t		 n, i, off = 0;
+	unsigned int	flags;
+	char		bad[64], valid[128];
 
-	while (*p != '\0') {
-		q = strchr(p, ',');
-		n = q != NULL ? (size_t)(q - p) : strlen(p);
-		for (i = 0; i < sizeof(run_flag_names) /
-		    sizeof(run_flag_names[0]); i++) {
-			if (strlen(run_flag_names[i]) == n &&
-			    strncmp(run_flag_names[i], p, n) == 0)
-				break;
-		}
-		if (n != 0 && i == sizeof(run_flag_names) /
-		    sizeof(run_flag_names[0])) {
-			for (i = 0; i < sizeof(run_flag_names) /
-			    sizeof(run_flag_names[0]); i++)
-				off += (size_t)snprintf(valid + off,
-				    sizeof(valid) - off, "%s%s",
-				    i != 0 ? ", " : "", run_flag_names[i]);
-			run_usage_error("%s: unknown flag '%.*s' (valid: %s)",
-			    what, (int)n, p, valid);
-		}
-		p += n;
-		if (*p == ',')
-			p++;
-	}
+	if (runflags_parse(s, &flags, bad, sizeof(bad)) != 0)
+		run_usage_error("%s: unknown flag '%s' (valid: %s)", what, bad,
+		    runflags_valid(valid, sizeof(valid)));
 }
 
 /* Where execvp will find program, for the static-binary check; or NULL. */

@@ -24,6 +24,8 @@
 #include <sys/vfs.h>
 
 #include "hpz.h"
+#include "runflags.h"
+#include "size.h"
 
 #define PRELOAD_HUGETLBFS_MAGIC	0x958458f6L
 #define PRELOAD_TMPFS_MAGIC	0x01021994L
@@ -40,20 +42,6 @@ struct preload_map {
 	uintptr_t	 addr;
 	size_t		 len;
 	size_t		 page;
-};
-
-/* Flag names of HPZ_RUN_FLAGS; hpz-run checks the same list. */
-static const struct {
-	const char	*name;
-	unsigned int	 flag;
-} preload_flag_names[] = {
-	{ "discard",	HPZ_DISCARD },
-	{ "ahead",	HPZ_AHEAD_ONFAULT },
-	{ "onfault",	HPZ_AHEAD_ONFAULT },
-	{ "eager",	HPZ_AHEAD_EAGER },
-	{ "premap",	HPZ_PREMAP },
-	{ "noscrub",	HPZ_NO_SCRUB },
-	{ "none",	0 },
 };
 
 /* The definitions ours hide, found with dlsym(RTLD_NEXT). */
@@ -95,99 +83,6 @@ preload_say(const char *fmt, ...)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
 	(void)!write(STDERR_FILENO, buf, (size_t)n);
-}
-
-/* "64M", "1G", "4096": bytes with an optional K/M/G/T suffix. */
-static int
-preload_parse_size(const char *s, size_t *out)
-{
-	unsigned long long	 v, mult = 1;
-	char			*end;
-
-	if (s == NULL || *s < '0' || *s > '9')
-		return (-1);
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return (-1);
-	switch (*end) {
-	case 'k': case 'K':
-		mult = 1ULL << 10;
-		end++;
-		break;
-	case 'm': case 'M':
-		mult = 1ULL << 20;
-		end++;
-		break;
-	case 'g': case 'G':
-		mult = 1ULL << 30;
-		end++;
-		break;
-	case 't': case 'T':
-		mult = 1ULL << 40;
-		end++;
-		break;
-	}
-	if (*end != '\0' || v > SIZE_MAX / mult)
-		return (-1);
-	*out = (size_t)(v * mult);
-	return (0);
-}
-
-/* "discard,premap": the flag bits, or -1 naming the bad word in *bad. */
-static int
-preload_parse_flags(const char *s, unsigned int *out, char *bad, size_t badlen)
-{
-	const char	*p = s, *q;
-	size_t		 n, i;
-	unsigned int	 flags = 0;
-
-	while (*p != '\0') {
-		q = strchr(p, ',');
-		n = q != NULL ? (size_t)(q - p) : strlen(p);
-		for (i = 0; i < sizeof(preload_flag_names) /
-		    sizeof(preload_flag_names[0]); i++) {
-			if (strlen(preload_flag_names[i].name) == n &&
-			    strncmp(preload_flag_names[i].name, p, n) == 0)
-				break;
-		}
-		if (n != 0 && i == sizeof(preload_flag_names) /
-		    sizeof(preload_flag_names[0])) {
-			snprintf(bad, badlen, "%.*s", (int)n, p);
-			return (-1);
-		}
-		if (n != 0)
-			flags |= preload_flag_names[i].flag;
-		p += n;
-		if (*p == ',')
-			p++;
-	}
-	*out = flags;
-	return (0);
-}
-
-/* Spell flags back for the verbose lines. */
-static const char *
-preload_flags_text(unsigned int flags, char *buf, size_t len)
-{
-	static const char *const names[] = { "discard", "ahead", "eager",
-	    "premap", "noscrub" };
-	static const unsigned int bits[] = { HPZ_DISCARD, HPZ_AHEAD_ONFAULT,
-	    HPZ_AHEAD_EAGER, HPZ_PREMAP, HPZ_NO_SCRUB };
-	size_t	i, off = 0;
-
-	buf[0] = '\0';
-	for (i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
-		if ((flags & bits[i]) == 0)
-			continue;
-		off += (size_t)snprintf(buf + off, len - off, "%s%s",
-		    off != 0 ? "," : "", names[i]);
-		if (off >= len)
-			break;
-	}
-	if (buf[0] == '\0')
-		snprintf(buf, len, "none");
-	return (buf);
 }
 
 /* "32 MiB", "64 KiB" or "5000 bytes", for the verbose lines. */
@@ -239,19 +134,21 @@ preload_init(void)
 {
 	const char	*s;
 	char		 bad[64];
+	uint64_t	 min;
 
 	preload_busy++;
 	pthread_once(&preload_once, preload_resolve);
 	if (real_register == NULL)
 		preload_off = 1;
-	if ((s = getenv("HPZ_RUN_MIN")) != NULL && *s != '\0' &&
-	    preload_parse_size(s, &preload_min) != 0) {
-		preload_say("hpz-run: HPZ_RUN_MIN=%s is not a size; using "
-		    "64M", s);
-		preload_min = PRELOAD_MIN_DEFAULT;
+	if ((s = getenv("HPZ_RUN_MIN")) != NULL && *s != '\0') {
+		if (size_parse(s, &min) != 0 || min > SIZE_MAX)
+			preload_say("hpz-run: HPZ_RUN_MIN=%s is not a size; "
+			    "using 64M", s);
+		else
+			preload_min = (size_t)min;
 	}
 	if ((s = getenv("HPZ_RUN_FLAGS")) != NULL &&
-	    preload_parse_flags(s, &preload_flags, bad, sizeof(bad)) != 0) {
+	    runflags_parse(s, &preload_flags, bad, sizeof(bad)) != 0) {
 		preload_say("hpz-run: HPZ_RUN_FLAGS: unknown flag '%s'; "
 		    "using none", bad);
 		preload_flags = 0;
@@ -419,7 +316,7 @@ preload_register(void *addr, size_t len, int fd, off64_t off, size_t page)
 			    (int)getpid(), preload_size_text(len, sz,
 			    sizeof(sz)), addr, fd,
 			    (long long)off, page >> 10,
-			    preload_flags_text(preload_flags, fl, sizeof(fl)));
+			    runflags_text(preload_flags, fl, sizeof(fl)));
 		break;
 	case -EBUSY:
 		/* The program serves this range itself. */

@@ -15,6 +15,7 @@
 #include <ini.h>
 
 #include "hpzerod.h"
+#include "size.h"
 
 #define CONF_SPIN_US_MAX	100000
 #define CONF_HOT_SIZE_MAX	(1ULL << 30)
@@ -145,37 +146,7 @@ conf_defaults(struct conf *c)
 int
 conf_parse_bytes(const char *s, uint64_t *out)
 {
-	char			*end;
-	unsigned long long	 v;
-	int			 shift = 0;
-
-	/* strtoull would take blanks, a sign, and "-1" as 2^64-1. */
-	if (*s < '0' || *s > '9')
-		return (-1);
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return (-1);
-	switch (*end) {
-	case 'K': case 'k':
-		shift = 10;
-		break;
-	case 'M': case 'm':
-		shift = 20;
-		break;
-	case 'G': case 'g':
-		shift = 30;
-		break;
-	case 'T': case 't':
-		shift = 40;
-		break;
-	}
-	if (shift != 0)
-		end++;
-	if (*end != '\0' || v > (UINT64_MAX >> shift))
-		return (-1);
-	*out = (uint64_t)v << shift;
-	return (0);
+	return (size_parse(s, out));
 }
 
 /* A whole number from 0 to max, digits only. */

@@ -1,0 +1,16 @@
+/*
+ * runflags.h - the region flags hpz-run and its preload library take by
+ * name (HPZ_RUN_FLAGS, hpz-run -f).  Not installed.
+ */
+#ifndef HPZ_RUNFLAGS_H
+#define HPZ_RUNFLAGS_H
+
+#include <stddef.h>
+
+/* runflags.c */
+int		 runflags_parse(const char *s, unsigned int *out, char *bad,
+		    size_t badlen);
+const char	*runflags_text(unsigned int flags, char *buf, size_t len);
+const char	*runflags_valid(char *buf, size_t len);
+
+#endif /* HPZ_RUNFLAGS_H */
