@@ -1,0 +1,173 @@
+#!/bin/bash
+# qemu.sh - a real VM monitor under hpz-run: QEMU (TCG) boots a small
+# multiboot guest whose RAM is a 2 MiB hugetlb memfd, or a file on a
+# temporary hugetlbfs mount; hpz-run registers it with a hpzerod of our own.
+# The guest checks that its RAM reads zero on first touch and keeps a
+# pattern, and says so through isa-debug-exit; hpzerod's counters must show
+# that it served the faults.  Exit 77 (skip) when the machine cannot run it.
+set -u
+: "${HPZ_SRCDIR:?run from make check}" "${HPZ_BUILDDIR:?run from make check}"
+S=$HPZ_SRCDIR
+B=$HPZ_BUILDDIR
+QEMU=${HPZ_QEMU:-qemu-system-x86_64}
+GCC=${HPZ_GUEST_CC:-gcc}
+LD=${HPZ_GUEST_LD:-ld}
+MEM_MB=256
+PAGES=$((MEM_MB / 2 + 16))	# 2 MiB pages for one guest, and slack
+
+skip() { echo "SKIP: $*"; exit 77; }
+
+command -v "$QEMU" >/dev/null 2>&1 || skip "$QEMU not found (Debian: qemu-system-x86)"
+# A sanitizer build's preload library cannot go into an uninstrumented QEMU;
+# the plain build runs this test.
+if grep -q '^SAN_CFLAGS = -fsanitize' "$HPZ_BUILDDIR/Makefile" 2>/dev/null; then
+	skip "sanitizer build: the preload cannot be injected into QEMU"
+fi
+command -v timeout >/dev/null 2>&1 || skip "timeout(1) not found"
+[ "$(id -u)" = 0 ] || skip "needs root (huge page pool, hugetlbfs mount, userfaultfd)"
+[ -e /dev/userfaultfd ] || [ -e /proc/sys/vm/unprivileged_userfaultfd ] ||
+	skip "the kernel has no userfaultfd"
+NR=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+[ -w "$NR" ] || skip "no 2 MiB huge pages ($NR)"
+for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload.so; do
+	[ -e "$B/$f" ] || { echo "FAIL: $B/$f not built"; exit 1; }
+done
+
+# The guest: a 32-bit multiboot ELF, built with the host compiler.
+G=$B/tests/qemu
+mkdir -p "$G" || exit 1
+CFLAGS=(-m32 -ffreestanding -nostdlib -fno-pie -fno-pic -fno-stack-protector
+	-fno-asynchronous-unwind-tables -mgeneral-regs-only -O2 -Wall -Wextra)
+if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/boot.o" 2>"$G/build.log" ||
+   ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/guest.c" -o "$G/guest.o" 2>>"$G/build.log"; then
+	cat "$G/build.log"
+	skip "$GCC cannot build -m32 freestanding code"
+fi
+if ! "$LD" -m elf_i386 -nostdlib -z max-page-size=0x1000 -T "$S/tests/qemu/guest.ld" \
+    -o "$G/guest.elf" "$G/boot.o" "$G/guest.o" 2>>"$G/build.log"; then
+	cat "$G/build.log"
+	skip "$LD cannot link an elf_i386 image"
+fi
+if [ -s "$G/build.log" ]; then
+	echo "FAIL: warnings building the guest:"; cat "$G/build.log"; exit 1
+fi
+
+old_nr=$(cat $NR)
+dir=$(mktemp -d /tmp/hpz-qemu.XXXXXX)
+pid='' qpid='' mnt=''
+# shellcheck disable=SC2317  # called by the trap
+cleanup() {
+	[ -n "$qpid" ] && kill "$qpid" 2>/dev/null && wait "$qpid" 2>/dev/null
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	[ -n "$mnt" ] && umount "$mnt" 2>/dev/null
+	echo "$old_nr" > "$NR"
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo $((old_nr + PAGES)) > "$NR"
+if [ "$(cat "$FREE")" -lt $((MEM_MB / 2)) ]; then
+	skip "only $(cat "$FREE") free 2 MiB huge pages, $((MEM_MB / 2)) needed"
+fi
+
+sock=$dir/hpzerod.sock
+"$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
+pid=$!
+for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
+if [ ! -S "$sock" ]; then
+	echo "FAIL: hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
+fi
+export HPZ_PRELOAD=$B/client/.libs/libhpz-preload.so
+# hpz-run defaults only: no flags, 64 MiB minimum.
+unset HPZ_RUN_FLAGS HPZ_RUN_MIN
+
+# One counter from hpzctl stats --json.
+counter() {
+	"$B/client/hpzctl" -s "$sock" stats --json |
+	    grep -o "\"$1\" *: *[0-9]*" | grep -o '[0-9]*$'
+}
+
+passed=0 failed=0 skipped=0
+# run_case NAME BACKEND-OBJECT
+run_case() {
+	local name=$1 backend=$2 out=$dir/$1.out err=$dir/$1.err
+	local f0 r0 f1 r1 rc t0 t1 why=
+	f0=$(counter faults) r0=$(counter registers)
+	if [ -z "$f0" ] || [ -z "$r0" ]; then
+		echo "FAIL: $name: hpzctl stats --json gave no counters"
+		failed=$((failed + 1)); return
+	fi
+	t0=$(date +%s.%N)
+	timeout 120 "$B/client/hpz-run" -v -s "$sock" -- "$QEMU" \
+	    -accel tcg -m $MEM_MB -object "$backend" \
+	    -machine pc,memory-backend=m -kernel "$G/guest.elf" \
+	    -nographic -nic none -serial stdio -monitor none \
+	    -device isa-debug-exit,iobase=0xf4,iosize=4 \
+	    </dev/null >"$out" 2>"$err" &
+	qpid=$!
+	wait $qpid
+	rc=$?
+	qpid=
+	t1=$(date +%s.%N)
+	f1=$(counter faults) r1=$(counter registers)
+	# The guest's lines, without the firmware's escape sequences.
+	grep -a '^guest:' "$out" | tr -d '\r' | sed "s/^/  $name: /"
+	if [ $rc = 124 ]; then
+		why="QEMU timed out after 120 s"
+	elif [ $rc != 1 ]; then
+		why="QEMU exited $rc (guest code $(( (rc - 1) / 2 )) if odd; 1 means success)"
+	elif ! grep -aqE '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok' "$out"; then
+		why="no 'guest: checked N pages, 0 non-zero words, pattern ok' line"
+	elif [ -z "$r1" ] || [ "$r1" -le "$r0" ]; then
+		why="hpz-run registered nothing (registers $r0 -> ${r1:-?})"
+	elif [ -z "$f1" ] || [ "$f1" -le "$f0" ]; then
+		why="hpzerod served no fault (faults $f0 -> ${f1:-?})"
+	elif ! kill -0 "$pid" 2>/dev/null; then
+		why="hpzerod died"
+	fi
+	if [ -n "$why" ]; then
+		echo "FAIL: $name: $why"
+		echo "  --- hpz-run and QEMU stderr ---"; sed 's/^/  /' "$err" | tail -20
+		echo "  --- serial ---"; tr -d '\r' <"$out" | sed 's/^/  /' | tail -30
+		failed=$((failed + 1))
+	else
+		echo "PASS: $name: $((f1 - f0)) faults served," \
+		    "$((r1 - r0)) registration(s)," \
+		    "$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
+		passed=$((passed + 1))
+	fi
+}
+
+run_case memfd-hugetlb \
+    "memory-backend-memfd,id=m,size=${MEM_MB}M,hugetlb=on,hugetlbsize=2M,share=on"
+
+mnt=$dir/hugetlbfs
+mkdir "$mnt"
+if mount -t hugetlbfs -o pagesize=2M none "$mnt" 2>"$dir/mount.err"; then
+	run_case hugetlbfs-file \
+	    "memory-backend-file,id=m,size=${MEM_MB}M,mem-path=$mnt,share=on"
+	umount "$mnt" && mnt=
+else
+	echo "SKIP: hugetlbfs-file: cannot mount hugetlbfs: $(cat "$dir/mount.err")"
+	mnt='' skipped=$((skipped + 1))
+fi
+
+# A clean stop, as in tests/integration/run.sh.
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+drc=$?
+pid=
+if [ "$drc" != 0 ]; then
+	echo "FAIL: hpzerod exited with status $drc on SIGTERM"
+	failed=$((failed + 1))
+fi
+if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
+	echo "--- hpzerod log (errors) ---"
+	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20
+fi
+echo "qemu: $passed passed, $failed failed, $skipped skipped"
+[ $failed -ne 0 ] && exit 1
+[ $passed -eq 0 ] && exit 77
+exit 0
