@@ -3,18 +3,27 @@
  *
  *	hpzctl [-s socket] status
  *	hpzctl [-s socket] stats [-j | --json]
+ *	hpzctl [-s socket] stats -w seconds [-n count]
+ *	hpzctl [-s socket] top [-i seconds] [-n count]
+ *	hpzctl [-s socket] prometheus [-o file]
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <json.h>
 
@@ -87,6 +96,8 @@ static const char *hpzctl_bytes(unsigned long long, char *, size_t);
 static const char *hpzctl_uptime(unsigned long long, char *, size_t);
 static int	hpzctl_query(struct hpz_status *);
 static unsigned long long hpzctl_percentile(const struct hpz_status *, double);
+static unsigned long long hpzctl_hist_percentile(const unsigned long long *,
+		    unsigned long long, double);
 static double	hpzctl_gbs(unsigned long long, unsigned long long);
 static struct hpz_region_info *hpzctl_regions(size_t *);
 static int	hpzctl_status(int, char **);
@@ -96,6 +107,25 @@ static int	hpzctl_regions_table(void);
 static int	hpzctl_json_add(struct json_object *, const char *,
 		    unsigned long long);
 static int	hpzctl_stats_json(const struct hpz_status *);
+static double	hpzctl_parse_interval(const char *, const char *);
+static unsigned long hpzctl_parse_count(const char *, const char *);
+static double	hpzctl_now(void);
+static int	hpzctl_region_cmp(const void *, const void *);
+static struct hpz_region_info *hpzctl_top_sample(struct hpz_status *,
+		    size_t *);
+static void	hpzctl_top_screen(const struct hpz_status *,
+		    const struct hpz_status *, const struct hpz_region_info *,
+		    size_t, const struct hpz_region_info *, size_t, double,
+		    double);
+static int	hpzctl_top_wait(const sigset_t *, double);
+static int	hpzctl_top_loop(double, unsigned long);
+static int	hpzctl_top(int, char **);
+static void	hpzctl_prom_label(FILE *, const char *);
+static void	hpzctl_prom_head(FILE *, const char *, const char *,
+		    const char *);
+static int	hpzctl_prom_write(FILE *, const struct hpz_status *,
+		    const struct hpz_region_info *, size_t);
+static int	hpzctl_prometheus(int, char **);
 
 /* Tell the user how to call us, on stdout for -h, on stderr for mistakes. */
 static void
@@ -106,6 +136,14 @@ hpzctl_usage(FILE *f)
 	    "commands:\n"
 	    "  status               is hpzerod running, and what it has done\n"
 	    "  stats [-j | --json]  every counter, as a table or JSON\n"
+	    "  stats -w seconds [-n count]\n"
+	    "                       the same as top -i seconds [-n count]\n"
+	    "  top [-i seconds] [-n count]\n"
+	    "                       rates and latency, refreshed every interval\n"
+	    "                       (default 1 s), count times (default until\n"
+	    "                       interrupted)\n"
+	    "  prometheus [-o file] counters in the Prometheus text format, on\n"
+	    "                       stdout or replacing file atomically\n"
 	    "options:\n"
 	    "  -s, --socket socket  hpzerod's socket (default $HPZ_SOCKET,\n"
 	    "                       then %s)\n"
@@ -290,20 +328,31 @@ hpzctl_status(int argc, char **argv)
 static unsigned long long
 hpzctl_percentile(const struct hpz_status *st, double q)
 {
+	return (hpzctl_hist_percentile(st->latency_hist, st->fault_ns_max, q));
+}
+
+/*
+ * The same for any latency histogram (a delta, for top); the last bucket
+ * is open-ended, so max stands for its upper bound.
+ */
+static unsigned long long
+hpzctl_hist_percentile(const unsigned long long *hist, unsigned long long max,
+    double q)
+{
 	unsigned long long	total = 0, seen = 0;
 	int			i;
 
 	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
-		total += st->latency_hist[i];
+		total += hist[i];
 	if (total == 0)
 		return (0);
 	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++) {
-		seen += st->latency_hist[i];
+		seen += hist[i];
 		if ((double)seen >= q * (double)total)
 			break;
 	}
 	if (i >= HPZ_LATENCY_BUCKETS - 1)
-		return (st->fault_ns_max);
+		return (max);
 	return (2ULL << i);
 }
 
@@ -539,14 +588,23 @@ hpzctl_stats(int argc, char **argv)
 		{ NULL,		0,		NULL,	0 }
 	};
 	struct hpz_status	 st;
+	double			 interval = 0;
+	unsigned long		 count = 0;
 	int			 ch, json = 0;
 
 	optind = 0;	/* glibc: start over on the command's own argv */
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:j", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:jn:w:", longopts, NULL)) !=
+	    -1) {
 		switch (ch) {
 		case 'j':
 			json = 1;
+			break;
+		case 'n':
+			count = hpzctl_parse_count("stats: ", optarg);
+			break;
+		case 'w':
+			interval = hpzctl_parse_interval("stats: ", optarg);
 			break;
 		default:
 			hpzctl_bad_option("stats: ", ch, argv);
@@ -555,9 +613,491 @@ hpzctl_stats(int argc, char **argv)
 	if (optind < argc)
 		hpzctl_usage_error("stats: unexpected argument '%s'",
 		    argv[optind]);
+	if (interval > 0 && json)
+		hpzctl_usage_error("stats: -w and --json do not go together");
+	if (count > 0 && interval == 0)
+		hpzctl_usage_error("stats: -n needs -w");
+	if (interval > 0)
+		return (hpzctl_top_loop(interval, count));
 	if (hpzctl_query(&st) != 0)
 		return (1);
 	return (json ? hpzctl_stats_json(&st) : hpzctl_stats_table(&st));
+}
+
+/* --- top ----------------------------------------------------------------- */
+
+#define HPZCTL_INTERVAL_MIN	0.01
+#define HPZCTL_INTERVAL_MAX	86400.0
+
+/* A refresh interval in seconds, such as 0.5; exit 2 if it is not one. */
+static double
+hpzctl_parse_interval(const char *where, const char *arg)
+{
+	char	*end;
+	double	 v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (end == arg || *end != '\0' || errno != 0 || !isfinite(v) ||
+	    v < HPZCTL_INTERVAL_MIN || v > HPZCTL_INTERVAL_MAX)
+		hpzctl_usage_error("%sbad interval '%s' (seconds, %g to %g)",
+		    where, arg, HPZCTL_INTERVAL_MIN, HPZCTL_INTERVAL_MAX);
+	return (v);
+}
+
+/* A number of refreshes, at least 1; exit 2 if it is not one. */
+static unsigned long
+hpzctl_parse_count(const char *where, const char *arg)
+{
+	char		*end;
+	unsigned long	 v;
+
+	errno = 0;
+	if (*arg < '0' || *arg > '9')
+		hpzctl_usage_error("%sbad count '%s'", where, arg);
+	v = strtoul(arg, &end, 10);
+	if (*end != '\0' || errno != 0 || v == 0)
+		hpzctl_usage_error("%sbad count '%s'", where, arg);
+	return (v);
+}
+
+/* Seconds on the monotonic clock. */
+static double
+hpzctl_now(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
+}
+
+static int
+hpzctl_region_cmp(const void *a, const void *b)
+{
+	const struct hpz_region_info	*x = a, *y = b;
+
+	return (x->id < y->id ? -1 : x->id > y->id);
+}
+
+/* Counters and regions (sorted by id); NULL and a message on failure. */
+static struct hpz_region_info *
+hpzctl_top_sample(struct hpz_status *st, size_t *n)
+{
+	struct hpz_region_info	*info;
+
+	if (hpzctl_query(st) != 0)
+		return (NULL);
+	if ((info = hpzctl_regions(n)) == NULL)
+		return (NULL);
+	qsort(info, *n, sizeof *info, hpzctl_region_cmp);
+	return (info);
+}
+
+/* cur - prev of a counter, 0 if it went back (the daemon restarted). */
+#define HPZCTL_DELTA(c, p, f)	((c)->f >= (p)->f ? (c)->f - (p)->f : 0)
+
+/* One screen: what happened between prev and cur, secs apart. */
+static void
+hpzctl_top_screen(const struct hpz_status *prev, const struct hpz_status *cur,
+    const struct hpz_region_info *pr, size_t pn,
+    const struct hpz_region_info *cr, size_t cn, double secs, double interval)
+{
+	unsigned long long	 hist[HPZ_LATENCY_BUCKETS];
+	unsigned long long	 nfaults = 0, faults, cleared;
+	const struct hpz_region_info *p;
+	char			 b1[32], b2[32];
+	size_t			 i, j;
+
+	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++) {
+		hist[i] = HPZCTL_DELTA(cur, prev, latency_hist[i]);
+		nfaults += hist[i];
+	}
+	printf("hpzerod %s at %s, up %s, every %.2f s\n", cur->version,
+	    hpzctl_socket(), hpzctl_uptime(cur->uptime_ms, b1, sizeof b1),
+	    interval);
+	printf("  clients %llu, regions %llu, %s registered\n", cur->clients,
+	    cur->regions, hpzctl_bytes(cur->bytes_registered, b2, sizeof b2));
+	printf("  %-14s %10.1f (missing %.1f, minor %.1f)\n", "faults/s:",
+	    (double)HPZCTL_DELTA(cur, prev, faults) / secs,
+	    (double)HPZCTL_DELTA(cur, prev, faults_missing) / secs,
+	    (double)HPZCTL_DELTA(cur, prev, faults_minor) / secs);
+	printf("  %-14s %10.2f by faults, %.2f in the background\n",
+	    "cleared GB/s:",
+	    (double)HPZCTL_DELTA(cur, prev, bytes_cleared) / secs / 1e9,
+	    (double)HPZCTL_DELTA(cur, prev, bg_bytes_cleared) / secs / 1e9);
+	printf("  %-14s %10.1f\n", "premapped/s:",
+	    (double)HPZCTL_DELTA(cur, prev, bg_pages_premapped) / secs);
+	if (nfaults > 0)
+		printf("  %-14s p50 < %.1f us, p99 < %.1f us (%llu faults)\n",
+		    "fault latency:",
+		    hpzctl_hist_percentile(hist, cur->fault_ns_max, 0.50) / 1e3,
+		    hpzctl_hist_percentile(hist, cur->fault_ns_max, 0.99) / 1e3,
+		    nfaults);
+	else
+		printf("  %-14s -, no faults\n", "fault latency:");
+	printf("  %-14s %10llu pages\n", "bg pending:", cur->bg_pages_pending);
+	printf("\n  %6s %7s %8s %10s %10s %9s\n", "id", "pid", "MiB",
+	    "faults/s", "cleared/s", "pending");
+	/* Both lists are sorted by id: a region new since prev counts all. */
+	for (i = 0, j = 0; i < cn; i++) {
+		while (j < pn && pr[j].id < cr[i].id)
+			j++;
+		p = j < pn && pr[j].id == cr[i].id ? &pr[j] : NULL;
+		faults = cr[i].faults;
+		cleared = cr[i].pages_cleared + cr[i].bg_pages_cleared;
+		if (p != NULL) {
+			faults = faults >= p->faults ? faults - p->faults : 0;
+			if (cleared >= p->pages_cleared + p->bg_pages_cleared)
+				cleared -= p->pages_cleared +
+				    p->bg_pages_cleared;
+			else
+				cleared = 0;
+		}
+		printf("  %6llu %7d %8llu %10.1f %10.1f %9llu\n", cr[i].id,
+		    cr[i].pid, cr[i].len >> 20, (double)faults / secs,
+		    (double)cleared / secs, cr[i].bg_pages_pending);
+	}
+}
+
+/*
+ * Sleep secs with SIGINT blocked, so none is lost between two checks.
+ * 1 if SIGINT came, 0 when the time is up.
+ */
+static int
+hpzctl_top_wait(const sigset_t *set, double secs)
+{
+	struct timespec	ts;
+	double		end = hpzctl_now() + secs, left;
+
+	while ((left = end - hpzctl_now()) > 0) {
+		ts.tv_sec = (time_t)left;
+		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+		if (sigtimedwait(set, NULL, &ts) == SIGINT)
+			return (1);
+	}
+	/* One that came while we were busy. */
+	ts.tv_sec = 0;
+	ts.tv_nsec = 0;
+	return (sigtimedwait(set, NULL, &ts) == SIGINT);
+}
+
+/* Refresh every interval, count times (0: until SIGINT). */
+static int
+hpzctl_top_loop(double interval, unsigned long count)
+{
+	struct hpz_status	 prev, cur;
+	struct hpz_region_info	*pr, *cr;
+	sigset_t		 set;
+	size_t			 pn, cn;
+	unsigned long		 done;
+	double			 t0, t1;
+	int			 tty, rc = 0;
+
+	tty = isatty(STDOUT_FILENO);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) {
+		fprintf(stderr, "hpzctl: sigprocmask: %s\n", strerror(errno));
+		return (1);
+	}
+	if ((pr = hpzctl_top_sample(&prev, &pn)) == NULL)
+		return (1);
+	t0 = hpzctl_now();
+	for (done = 0; count == 0 || done < count; done++) {
+		if (hpzctl_top_wait(&set, interval))
+			break;
+		if ((cr = hpzctl_top_sample(&cur, &cn)) == NULL) {
+			fprintf(stderr, "hpzctl: hpzerod went away\n");
+			rc = 1;
+			break;
+		}
+		t1 = hpzctl_now();
+		if (tty)
+			fputs("\033[H\033[2J", stdout);
+		else if (done > 0)
+			putchar('\n');
+		hpzctl_top_screen(&prev, &cur, pr, pn, cr, cn,
+		    t1 > t0 ? t1 - t0 : interval, interval);
+		free(pr);
+		pr = cr;
+		pn = cn;
+		prev = cur;
+		t0 = t1;
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			rc = 1;
+			break;
+		}
+	}
+	free(pr);
+	return (rc);
+}
+
+/* Rates and latency over each interval, like top(1). */
+static int
+hpzctl_top(int argc, char **argv)
+{
+	double		 interval = 1.0;
+	unsigned long	 count = 0;
+	int		 ch;
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt(argc, argv, "+:i:n:")) != -1) {
+		switch (ch) {
+		case 'i':
+			interval = hpzctl_parse_interval("top: ", optarg);
+			break;
+		case 'n':
+			count = hpzctl_parse_count("top: ", optarg);
+			break;
+		default:
+			hpzctl_bad_option("top: ", ch, argv);
+		}
+	}
+	if (optind < argc)
+		hpzctl_usage_error("top: unexpected argument '%s'",
+		    argv[optind]);
+	return (hpzctl_top_loop(interval, count));
+}
+
+/* --- prometheus ------------------------------------------------------------ */
+
+/* A label value, escaped as the text format wants: \\, \", \n. */
+static void
+hpzctl_prom_label(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '"')
+			fputs("\\\"", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			putc(*s, f);
+	}
+}
+
+static void
+hpzctl_prom_head(FILE *f, const char *name, const char *type,
+    const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Everything, in the text exposition format 0.0.4. */
+static int
+hpzctl_prom_write(FILE *f, const struct hpz_status *st,
+    const struct hpz_region_info *ri, size_t n)
+{
+	unsigned long long	 cum = 0;
+	size_t			 i;
+	int			 b;
+
+	hpzctl_prom_head(f, "hpzerod_faults_total", "counter",
+	    "Faults resolved, by kind of page.");
+	fprintf(f, "hpzerod_faults_total{kind=\"missing\"} %llu\n",
+	    st->faults_missing);
+	fprintf(f, "hpzerod_faults_total{kind=\"minor\"} %llu\n",
+	    st->faults_minor);
+	hpzctl_prom_head(f, "hpzerod_pages_cleared_total", "counter",
+	    "Garbage pages cleared, to serve a fault or in the background.");
+	fprintf(f, "hpzerod_pages_cleared_total{by=\"fault\"} %llu\n",
+	    st->pages_cleared);
+	fprintf(f, "hpzerod_pages_cleared_total{by=\"background\"} %llu\n",
+	    st->bg_pages_cleared);
+	hpzctl_prom_head(f, "hpzerod_bytes_cleared_total", "counter",
+	    "Bytes cleared, to serve a fault or in the background.");
+	fprintf(f, "hpzerod_bytes_cleared_total{by=\"fault\"} %llu\n",
+	    st->bytes_cleared);
+	fprintf(f, "hpzerod_bytes_cleared_total{by=\"background\"} %llu\n",
+	    st->bg_bytes_cleared);
+	hpzctl_prom_head(f, "hpzerod_pages_populated_total", "counter",
+	    "Pages allocated, to serve a fault or ahead of the faults.");
+	fprintf(f, "hpzerod_pages_populated_total{by=\"fault\"} %llu\n",
+	    st->pages_populated);
+	fprintf(f, "hpzerod_pages_populated_total{by=\"background\"} %llu\n",
+	    st->bg_pages_populated);
+	hpzctl_prom_head(f, "hpzerod_pages_premapped_total", "counter",
+	    "Pages mapped into a client before it touched them.");
+	fprintf(f, "hpzerod_pages_premapped_total %llu\n",
+	    st->bg_pages_premapped);
+	hpzctl_prom_head(f, "hpzerod_resets_total", "counter",
+	    "Successful reset requests.");
+	fprintf(f, "hpzerod_resets_total %llu\n", st->resets);
+	hpzctl_prom_head(f, "hpzerod_requests_rejected_total", "counter",
+	    "Requests answered with an error.");
+	fprintf(f, "hpzerod_requests_rejected_total %llu\n",
+	    st->requests_rejected);
+	hpzctl_prom_head(f, "hpzerod_clients_dropped_total", "counter",
+	    "Client connections closed because of a protocol error.");
+	fprintf(f, "hpzerod_clients_dropped_total %llu\n",
+	    st->clients_dropped);
+
+	hpzctl_prom_head(f, "hpzerod_clients", "gauge",
+	    "Clients connected now.");
+	fprintf(f, "hpzerod_clients %llu\n", st->clients);
+	hpzctl_prom_head(f, "hpzerod_regions", "gauge",
+	    "Regions registered now.");
+	fprintf(f, "hpzerod_regions %llu\n", st->regions);
+	hpzctl_prom_head(f, "hpzerod_bytes_registered", "gauge",
+	    "Bytes in the regions registered now.");
+	fprintf(f, "hpzerod_bytes_registered %llu\n", st->bytes_registered);
+	hpzctl_prom_head(f, "hpzerod_workers", "gauge", "Worker threads.");
+	fprintf(f, "hpzerod_workers %llu\n", st->workers);
+	hpzctl_prom_head(f, "hpzerod_background_pending_pages", "gauge",
+	    "Garbage pages of every region not yet cleared.");
+	fprintf(f, "hpzerod_background_pending_pages %llu\n",
+	    st->bg_pages_pending);
+	hpzctl_prom_head(f, "hpzerod_uptime_seconds", "gauge",
+	    "Seconds since the daemon started.");
+	fprintf(f, "hpzerod_uptime_seconds %.3f\n",
+	    (double)st->uptime_ms / 1e3);
+	hpzctl_prom_head(f, "hpzerod_info", "gauge",
+	    "The daemon's version and clear kernels.");
+	fputs("hpzerod_info{version=\"", f);
+	hpzctl_prom_label(f, st->version);
+	fputs("\",clear_kernel=\"", f);
+	hpzctl_prom_label(f, st->clear_kernel);
+	fputs("\",hot_kernel=\"", f);
+	hpzctl_prom_label(f, st->hot_kernel);
+	fputs("\"} 1\n", f);
+
+	/*
+	 * Bucket i holds [2^i, 2^(i+1)) ns; the last one also every longer
+	 * fault, so it has no finite upper bound and goes into +Inf only.
+	 */
+	hpzctl_prom_head(f, "hpzerod_fault_latency_seconds", "histogram",
+	    "Time from reading a fault to mapping its page.");
+	for (b = 0; b < HPZ_LATENCY_BUCKETS - 1; b++) {
+		cum += st->latency_hist[b];
+		fprintf(f, "hpzerod_fault_latency_seconds_bucket{le=\"%.10g\"} "
+		    "%llu\n", (double)(2ULL << b) / 1e9, cum);
+	}
+	cum += st->latency_hist[HPZ_LATENCY_BUCKETS - 1];
+	fprintf(f, "hpzerod_fault_latency_seconds_bucket{le=\"+Inf\"} %llu\n",
+	    cum);
+	fprintf(f, "hpzerod_fault_latency_seconds_sum %.9f\n",
+	    (double)st->fault_ns_total / 1e9);
+	fprintf(f, "hpzerod_fault_latency_seconds_count %llu\n", cum);
+
+	hpzctl_prom_head(f, "hpzerod_region_bytes", "gauge",
+	    "Size of a registered region.");
+	for (i = 0; i < n; i++)
+		fprintf(f, "hpzerod_region_bytes{region=\"%llu\",pid=\"%d\","
+		    "uid=\"%u\"} %llu\n", ri[i].id, ri[i].pid, ri[i].uid,
+		    ri[i].len);
+	hpzctl_prom_head(f, "hpzerod_region_faults_total", "counter",
+	    "Faults resolved in a region.");
+	for (i = 0; i < n; i++)
+		fprintf(f, "hpzerod_region_faults_total{region=\"%llu\","
+		    "pid=\"%d\",uid=\"%u\"} %llu\n", ri[i].id, ri[i].pid,
+		    ri[i].uid, ri[i].faults);
+	hpzctl_prom_head(f, "hpzerod_region_pages_cleared_total", "counter",
+	    "Garbage pages of a region cleared, to serve a fault or in the "
+	    "background.");
+	for (i = 0; i < n; i++) {
+		fprintf(f, "hpzerod_region_pages_cleared_total{region=\"%llu\","
+		    "pid=\"%d\",uid=\"%u\",by=\"fault\"} %llu\n", ri[i].id,
+		    ri[i].pid, ri[i].uid, ri[i].pages_cleared);
+		fprintf(f, "hpzerod_region_pages_cleared_total{region=\"%llu\","
+		    "pid=\"%d\",uid=\"%u\",by=\"background\"} %llu\n",
+		    ri[i].id, ri[i].pid, ri[i].uid, ri[i].bg_pages_cleared);
+	}
+	hpzctl_prom_head(f, "hpzerod_region_background_pending_pages", "gauge",
+	    "Garbage pages of a region not yet cleared.");
+	for (i = 0; i < n; i++)
+		fprintf(f, "hpzerod_region_background_pending_pages{region="
+		    "\"%llu\",pid=\"%d\",uid=\"%u\"} %llu\n", ri[i].id,
+		    ri[i].pid, ri[i].uid, ri[i].bg_pages_pending);
+	return (ferror(f) ? -1 : 0);
+}
+
+/* The counters for Prometheus, on stdout or atomically into a file. */
+static int
+hpzctl_prometheus(int argc, char **argv)
+{
+	struct hpz_status	 st;
+	struct hpz_region_info	*info;
+	const char		*path = NULL;
+	char			*tmp = NULL;
+	FILE			*f = stdout;
+	size_t			 n;
+	int			 ch, fd, rc = 1;
+
+	optind = 0;
+	opterr = 0;
+	while ((ch = getopt(argc, argv, "+:o:")) != -1) {
+		switch (ch) {
+		case 'o':
+			if (*optarg == '\0')
+				hpzctl_usage_error("prometheus: -o: empty "
+				    "file name");
+			path = optarg;
+			break;
+		default:
+			hpzctl_bad_option("prometheus: ", ch, argv);
+		}
+	}
+	if (optind < argc)
+		hpzctl_usage_error("prometheus: unexpected argument '%s'",
+		    argv[optind]);
+	/* Everything first: no half-written output when the daemon fails. */
+	if (hpzctl_query(&st) != 0)
+		return (1);
+	st.clear_kernel[sizeof st.clear_kernel - 1] = '\0';
+	st.hot_kernel[sizeof st.hot_kernel - 1] = '\0';
+	if ((info = hpzctl_regions(&n)) == NULL)
+		return (1);
+
+	if (path != NULL) {
+		if (asprintf(&tmp, "%s.tmp", path) < 0) {
+			tmp = NULL;
+			fprintf(stderr, "hpzctl: out of memory\n");
+			goto out;
+		}
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
+			fprintf(stderr, "hpzctl: %s: %s\n", tmp,
+			    strerror(errno));
+			if (fd >= 0) {
+				close(fd);
+				unlink(tmp);
+			}
+			f = NULL;
+			goto out;
+		}
+	}
+	if (hpzctl_prom_write(f, &st, info, n) != 0 || fflush(f) != 0) {
+		fprintf(stderr, "hpzctl: %s: %s\n", tmp != NULL ? tmp :
+		    "stdout", strerror(errno));
+		goto out;
+	}
+	if (tmp != NULL) {
+		if (fsync(fileno(f)) != 0 || fclose(f) != 0) {
+			f = NULL;
+			fprintf(stderr, "hpzctl: %s: %s\n", tmp,
+			    strerror(errno));
+			goto out;
+		}
+		f = NULL;
+		if (rename(tmp, path) != 0) {
+			fprintf(stderr, "hpzctl: rename %s to %s: %s\n", tmp,
+			    path, strerror(errno));
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (tmp != NULL) {
+		if (f != NULL)
+			fclose(f);
+		if (rc != 0)
+			unlink(tmp);
+		free(tmp);
+	}
+	free(info);
+	return (rc);
 }
 
 int
@@ -605,5 +1145,9 @@ main(int argc, char **argv)
 		return (hpzctl_status(argc, argv));
 	if (strcmp(cmd, "stats") == 0)
 		return (hpzctl_stats(argc, argv));
+	if (strcmp(cmd, "top") == 0)
+		return (hpzctl_top(argc, argv));
+	if (strcmp(cmd, "prometheus") == 0)
+		return (hpzctl_prometheus(argc, argv));
 	hpzctl_usage_error("unknown command '%s'", cmd);
 }
