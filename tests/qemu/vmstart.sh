@@ -1,0 +1,336 @@
+#!/bin/bash
+# vmstart.sh - a benchmark, not a test (not part of make check): how long a
+# QEMU (TCG) guest takes from QEMU's start until it has touched every 4 KiB
+# page of its RAM once, with its RAM served by the kernel and by hpzerod.
+#
+#   tests/qemu/vmstart.sh [-r RUNS] [-s SIZES]
+#
+# HPZ_BUILDDIR (default ./build) is a built tree; HPZ_QEMU, HPZ_GUEST_CC and
+# HPZ_GUEST_LD as for qemu.sh.  Needs root: it grows the 2 MiB huge page
+# pool (and restores it), mounts a temporary hugetlbfs and starts a private
+# hpzerod.  The guest is qemu.sh's, booted with "-append touch": it reads one
+# word of each page, checks that it is zero, and exits through isa-debug-exit
+# (QEMU exits 1 when every page read zero).
+#
+# For each size, after warming every free page of the huge page pool and one
+# untimed warm-up run, each of RUNS rounds times
+# these, in this order (wall clock, from just before QEMU starts to its exit):
+#   kernel lazy      hugetlb memfd, the kernel clears on first touch
+#   prealloc         the same, prealloc=on
+#   hpz-run lazy     hpz-run -- (kernel lazy)
+#   hpz-run eager    hpz-run -f eager,premap -- (kernel lazy)
+#   recycled hpz     a hugetlbfs file that held the last guest's RAM (filled
+#                    untimed with a pattern first), hpz-run -f discard,premap
+#   recycled kernel  the kernel's way to a zeroed file: rm, fallocate a new
+#                    one, plain QEMU on it (rm + fallocate are timed too)
+# and prints per size: median seconds (min-max), and the medians of the
+# per-round ratios to kernel lazy and to prealloc of the same round.
+set -u
+usage() { echo "usage: $0 [-r RUNS] [-s SIZES]   (SIZES: \"1G 2G\", \"512M\"...)" >&2; exit 2; }
+
+RUNS=5 SIZES="1G 2G"
+while getopts r:s:h o; do
+	case $o in
+	r) RUNS=$OPTARG ;;
+	s) SIZES=$OPTARG ;;
+	*) usage ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# = 0 ] || usage
+case $RUNS in '' | *[!0-9]* | 0) usage ;; esac
+
+S=$(cd "$(dirname "$0")/../.." && pwd)
+B=$(cd "${HPZ_BUILDDIR:-./build}" 2>/dev/null && pwd) ||
+	{ echo "vmstart: no build tree ${HPZ_BUILDDIR:-./build}" >&2; exit 1; }
+QEMU=${HPZ_QEMU:-qemu-system-x86_64}
+GCC=${HPZ_GUEST_CC:-gcc}
+LD=${HPZ_GUEST_LD:-ld}
+SLACK=16		# 2 MiB pages beyond two guests' RAM
+QTIMEOUT=600		# seconds, for one QEMU
+
+die() { echo "vmstart: $*" >&2; exit 1; }
+say() { echo "vmstart: $*" >&2; }
+
+# The size in MiB: N, NM or NG.
+size_mb() {
+	case $1 in
+	*[!0-9MG]* | '' | [MG]*) return 1 ;;
+	*G) echo $(( ${1%G} * 1024 )) ;;
+	*M) echo "${1%M}" ;;
+	*[0-9]) echo "$1" ;;
+	*) return 1 ;;
+	esac
+}
+for sz in $SIZES; do
+	mb=$(size_mb "$sz") || usage
+	if [ $((mb % 2)) != 0 ] || [ "$mb" -lt 64 ]; then
+		die "size $sz: not a multiple of 2 MiB, or under 64 MiB"
+	fi
+done
+
+command -v "$QEMU" >/dev/null 2>&1 || die "$QEMU not found (Debian: qemu-system-x86)"
+command -v timeout >/dev/null 2>&1 || die "timeout(1) not found"
+command -v fallocate >/dev/null 2>&1 || die "fallocate(1) not found"
+[ "$(id -u)" = 0 ] || die "needs root (huge page pool, hugetlbfs mount, userfaultfd)"
+if grep -q '^SAN_CFLAGS = -fsanitize' "$B/Makefile" 2>/dev/null; then
+	die "sanitizer build: the preload cannot be injected into QEMU"
+fi
+NR=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+[ -w "$NR" ] || die "no 2 MiB huge pages ($NR)"
+for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload.so; do
+	[ -e "$B/$f" ] || die "$B/$f not built"
+done
+
+# The guest, as qemu.sh builds it.
+G=$B/tests/qemu
+mkdir -p "$G" || exit 1
+CFLAGS=(-m32 -ffreestanding -nostdlib -fno-pie -fno-pic -fno-stack-protector
+	-fno-asynchronous-unwind-tables -mgeneral-regs-only -O2 -Wall -Wextra)
+if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/boot.o" 2>"$G/build.log" ||
+   ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/guest.c" -o "$G/guest.o" 2>>"$G/build.log" ||
+   ! "$LD" -m elf_i386 -nostdlib -z max-page-size=0x1000 -T "$S/tests/qemu/guest.ld" \
+    -o "$G/guest.elf" "$G/boot.o" "$G/guest.o" 2>>"$G/build.log"; then
+	cat "$G/build.log" >&2
+	die "cannot build the guest"
+fi
+[ -s "$G/build.log" ] && { cat "$G/build.log" >&2; die "warnings building the guest"; }
+
+old_nr=$(cat $NR)
+dir=$(mktemp -d /tmp/hpz-vmstart.XXXXXX) || exit 1
+pid='' qpid='' mnt=''
+# shellcheck disable=SC2317  # called by the trap
+cleanup() {
+	[ -n "$qpid" ] && kill "$qpid" 2>/dev/null && wait "$qpid" 2>/dev/null
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	if [ -n "$mnt" ]; then
+		rm -f "$mnt/ram"
+		umount "$mnt" 2>/dev/null
+	fi
+	echo "$old_nr" > "$NR"
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+sock=$dir/hpzerod.sock
+"$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
+pid=$!
+for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
+[ -S "$sock" ] || { cat "$dir/hpzerod.log" >&2; die "hpzerod did not start"; }
+export HPZ_PRELOAD=$B/client/.libs/libhpz-preload.so
+unset HPZ_RUN_FLAGS HPZ_RUN_MIN
+
+mnt=$dir/hugetlbfs
+mkdir "$mnt" || exit 1
+if ! mount -t hugetlbfs -o pagesize=2M none "$mnt" 2>"$dir/mount.err"; then
+	mnt=''
+	die "cannot mount hugetlbfs: $(cat "$dir/mount.err")"
+fi
+
+registers() {
+	"$B/client/hpzctl" -s "$sock" stats --json |
+	    grep -o '"registers" *: *[0-9]*' | grep -o '[0-9]*$'
+}
+
+now() { echo "${EPOCHREALTIME:-$(date +%s.%N)}"; }
+
+timed=0 bad=0
+# qemu NAME WRAP MODE BACKEND [PRE-COMMAND...]: runs QEMU (under hpz-run
+# flags WRAP, "-" for none, "" for hpz-run's defaults) with the guest in MODE
+# ("touch"; "fill", the default mode; "full", the same, which must find
+# every word zero); sets secs (the wall clock, from just before
+# PRE-COMMAND or QEMU) and ok.  A fill run may also find the old pattern.
+qemu() {
+	local name=$1 wrap=$2 mode=$3 backend=$4 rc r0='' r1 t0 t1 why=''
+	local out=$dir/out err=$dir/err
+	shift 4
+	local -a cmd=() app=()
+	[ "$mode" = touch ] && app=(-append touch)
+	if [ "$wrap" != - ]; then
+		cmd=("$B/client/hpz-run" -s "$sock")
+		[ -n "$wrap" ] && cmd+=(-f "$wrap")
+		cmd+=(--)
+		r0=$(registers)
+	fi
+	free0=$(cat "$FREE")
+	t0=$(now)
+	if [ $# -gt 0 ]; then
+		"$@" || { echo "vmstart: $name: $* failed" >&2; }
+	fi
+	timeout "$QTIMEOUT" "${cmd[@]}" "$QEMU" -accel tcg -nographic \
+	    -nic none -serial stdio -monitor none \
+	    -device isa-debug-exit,iobase=0xf4,iosize=4 \
+	    -kernel "$G/guest.elf" "${app[@]}" -m "${mb}M" \
+	    -object "$backend" -machine pc,memory-backend=m \
+	    </dev/null >"$out" 2>"$err" &
+	qpid=$!
+	wait $qpid
+	rc=$?
+	qpid=
+	t1=$(now)
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+	if [ "$rc" = 124 ]; then
+		why="QEMU timed out after $QTIMEOUT s"
+	elif [ "$mode" = fill ] && [ "$rc" = 5 ] &&
+	    grep -aq '^guest: checked .* pattern ok' "$out"; then
+		:	# the file held the last fill's pattern; it holds it again
+	elif [ "$rc" != 1 ]; then
+		why="QEMU exited $rc (guest code $(( (rc - 1) / 2 )) if odd; 1 means all zero)"
+	elif [ "$mode" = touch ] &&
+	    ! grep -aqE '^guest: touched [1-9][0-9]* pages, 0 non-zero words' "$out"; then
+		why="no 'guest: touched N pages, 0 non-zero words' line"
+	elif [ "$mode" = fill ] && ! grep -aq '^guest: checked .* pattern ok' "$out"; then
+		why="no 'pattern ok' line"
+	elif [ "$mode" = full ] && ! grep -aqE \
+	    '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok' "$out"; then
+		why="no 'guest: checked N pages, 0 non-zero words, pattern ok' line"
+	elif [ -n "$r0" ]; then
+		r1=$(registers)
+		if [ -z "$r0" ] || [ -z "$r1" ] || [ "$r1" -le "$r0" ]; then
+			why="hpz-run registered nothing (registers $r0 -> ${r1:-?})"
+		fi
+	fi
+	if [ -z "$why" ] && ! kill -0 "$pid" 2>/dev/null; then
+		why="hpzerod died"
+	fi
+	ok=1
+	if [ -n "$why" ]; then
+		ok=0
+		{
+			echo "vmstart: $name ${mb}M: FAILED: $why"
+			echo "  --- hpz-run and QEMU stderr ---"; sed 's/^/  /' "$err" | tail -20
+			echo "  --- serial ---"; tr -d '\r' <"$out" | sed 's/^/  /' | tail -20
+		} >&2
+	fi
+	touched=$(tr -d '\r' <"$out" | grep -ao '^guest: touched [0-9]*' | grep -o '[0-9]*$')
+}
+
+# The configurations, in the order they run each round.
+CONFIGS=(lazy prealloc hpz-lazy hpz-eager recycled-hpz recycled-kernel)
+declare -A LABEL=(
+	[lazy]="kernel lazy"
+	[prealloc]="kernel prealloc=on"
+	[hpz-lazy]="hpz-run lazy"
+	[hpz-eager]="hpz-run eager,premap"
+	[recycled-hpz]="recycled file, hpz-run discard,premap"
+	[recycled-kernel]="recycled file, kernel rm+fallocate"
+)
+
+# Median and min-max of column $1, and the medians of the per-row ratios
+# of column $1 to columns $2 and $3, of file $4 (one round a row).
+summary() {
+	awk -v c="$1" -v k="$2" -v p="$3" '
+	function med(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	{ n++; t[n] = $c; rk[n] = $c / $k; rp[n] = $c / $p }
+	END {
+		mn = mx = t[1]
+		for (i = 2; i <= n; i++) {
+			if (t[i] < mn) mn = t[i]
+			if (t[i] > mx) mx = t[i]
+		}
+		printf "%8.3f  (%.3f-%.3f)  %6.2f  %6.2f\n",
+		    med(t, n), mn, mx, med(rk, n), med(rp, n)
+	}' "$4"
+}
+
+memfd() { echo "memory-backend-memfd,id=m,size=${mb}M,hugetlb=on,hugetlbsize=2M,share=on$1"; }
+fileb() { echo "memory-backend-file,id=m,size=${mb}M,mem-path=$mnt/ram,share=on,discard-data=off"; }
+
+start=$(now)
+sizes_done=0
+for sz in $SIZES; do
+	mb=$(size_mb "$sz")
+	pages=$((mb / 2))
+	need=$((2 * pages + SLACK))
+	echo $((old_nr + need)) > "$NR" 2>/dev/null
+	if [ "$(cat "$FREE")" -lt $((2 * pages)) ]; then
+		echo "size $sz: skipped: the huge page pool gave $(cat "$FREE") free 2 MiB pages, $((2 * pages)) needed"
+		echo "$old_nr" > "$NR"
+		continue
+	fi
+	# Warm memory: every free page of the pool once (fallocate on hugetlbfs
+	# clears each page), not only those the first runs get: a page touched
+	# for the first time since boot can cost ~4 ms more (the hypervisor).
+	free=$(cat "$FREE")
+	say "$sz: warm-up: fallocate $free free huge pages, then kernel lazy, untimed"
+	fallocate -l $((free * 2))M "$mnt/warm" || say "$sz: warm-up fallocate failed"
+	rm -f "$mnt/warm"
+	qemu warm-up - touch "$(memfd '')"
+	[ "$ok" = 1 ] || bad=$((bad + 1))
+	rm -f "$mnt/ram"
+	res=$dir/res.$sz
+	: >"$res"
+	for r in $(seq "$RUNS"); do
+		row=''
+		for c in "${CONFIGS[@]}"; do
+			case $c in
+			lazy)	  qemu "$c" - touch "$(memfd '')" ;;
+			prealloc) qemu "$c" - touch "$(memfd ,prealloc=on)" ;;
+			hpz-lazy) qemu "$c" '' touch "$(memfd '')" ;;
+			hpz-eager) qemu "$c" eager,premap touch "$(memfd '')" ;;
+			recycled-hpz)
+				# Fill the file with the last guest's data, untimed.
+				qemu fill - fill "$(fileb)"
+				[ "$ok" = 1 ] || bad=$((bad + 1))
+				qemu "$c" discard,premap touch "$(fileb)" ;;
+			recycled-kernel)
+				# shellcheck disable=SC2016  # sh expands them
+				qemu "$c" - touch "$(fileb)" \
+				    sh -c 'rm -f "$1" && fallocate -l "$2" "$1"' sh \
+				    "$mnt/ram" "${mb}M" ;;
+			esac
+			timed=$((timed + 1))
+			[ "$ok" = 1 ] || bad=$((bad + 1))
+			say "$sz round $r/$RUNS: ${LABEL[$c]}: $secs s${touched:+, $touched pages touched}, $free0 huge pages free before$([ "$ok" = 1 ] || echo ', FAILED')"
+			row="$row $secs"
+		done
+		echo "$row" >>"$res"
+	done
+	tpages=${touched:-?}
+	# Untimed: the recycled file again, checking every word, not one a page.
+	say "$sz: every word of a recycled file under hpz-run discard,premap (untimed)"
+	qemu fill - fill "$(fileb)"
+	[ "$ok" = 1 ] || bad=$((bad + 1))
+	qemu recycled-full discard,premap full "$(fileb)"
+	[ "$ok" = 1 ] || bad=$((bad + 1))
+	rm -f "$mnt/ram"
+	echo "$old_nr" > "$NR"
+	echo
+	echo "size $sz ($pages x 2 MiB pages), $RUNS rounds, TCG guest touching $tpages 4 KiB pages"
+	printf '%-38s %8s  %-13s  %6s  %6s\n' config "median s" "(min-max)" "x lazy" "x pre"
+	i=0
+	for c in "${CONFIGS[@]}"; do
+		i=$((i + 1))
+		printf '%-38s %s\n' "${LABEL[$c]}" "$(summary $i 1 2 "$res")"
+	done
+	sizes_done=$((sizes_done + 1))
+done
+
+echo
+total=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
+if [ "$bad" = 0 ]; then
+	echo "verified: $timed timed runs in $sizes_done size(s), and every warm-up and fill:" \
+	    "each QEMU exited 1 (the guest read zero in every page), each hpz-run run registered with hpzerod;" \
+	    "a recycled file under hpz-run read zero in every word ($total s)"
+else
+	echo "verified: FAILED: $bad of the runs went wrong (see stderr) ($total s)"
+fi
+# A clean stop.
+kill -TERM "$pid" 2>/dev/null
+wait "$pid"
+drc=$?
+pid=
+[ "$drc" = 0 ] || { echo "vmstart: hpzerod exited $drc on SIGTERM" >&2; bad=$((bad + 1)); }
+if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
+	echo "--- hpzerod log (errors) ---" >&2
+	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20 >&2
+fi
+[ "$bad" = 0 ]
