@@ -23,10 +23,6 @@
  * region at once; "busy-recycled" touches a recycled region while the
  * scrubbers clear a second one, beside the same touch without it.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>	/* isnan, isfinite, NAN: macros, no libm */

@@ -9,10 +9,6 @@
  * starts them to the last join.  Figures are medians over RUNS runs, each
  * beside the kernel's figure from the same run.
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>

@@ -7,10 +7,6 @@
  *	hpzctl [-s socket] top [-i seconds] [-n count]
  *	hpzctl [-s socket] prometheus [-o file]
  */
-#ifdef HAVE_CONFIG_H
-#include "config.h"
-#endif
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

@@ -22,13 +22,12 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "hpz.h"
 #include "runflags.h"
 #include "size.h"
 
-#define PRELOAD_HUGETLBFS_MAGIC	0x958458f6L
-#define PRELOAD_TMPFS_MAGIC	0x01021994L
 #define PRELOAD_MIN_DEFAULT	(64UL << 20)
 #define PRELOAD_SLOTS		256	/* registered mappings at once */
 
@@ -207,9 +206,9 @@ preload_page_size(int fd)
 
 	if (fstatfs(fd, &sfs) == -1)
 		return (0);
-	if ((long)sfs.f_type == PRELOAD_HUGETLBFS_MAGIC)
+	if ((long)sfs.f_type == HUGETLBFS_MAGIC)
 		return ((size_t)sfs.f_bsize);
-	if ((long)sfs.f_type == PRELOAD_TMPFS_MAGIC)
+	if ((long)sfs.f_type == TMPFS_MAGIC)
 		return ((size_t)sysconf(_SC_PAGESIZE));
 	return (0);
 }

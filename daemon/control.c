@@ -233,7 +233,7 @@ control_register(struct client *c, struct hpz_msg *m)
 	    (int)c->pid, (unsigned long long)r->id,
 	    (unsigned long long)r->addr, (unsigned long long)(r->len >> 20),
 	    (unsigned long long)(r->page_size >> 10),
-	    r->fs_magic == HPZD_HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
+	    r->fs_magic == HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
 	    (r->flags & HPZ_DISCARD) ? ", discard" : "");
 	return (control_reply(c, m->u.hdr.seq, 0, r->id, "registered"));
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 #include <sys/types.h>
+#include <linux/magic.h>
 
 #include "hpz.h"
 #include "hpz-protocol.h"
@@ -21,9 +22,6 @@ struct event_base;
 #define HPZD_REGIONS_PER_CLIENT	1024
 #define HPZD_CLIENTS_MAX	1024
 
-/* Filesystem magics (linux/magic.h), kept here so tests can fake them. */
-#define HPZD_HUGETLBFS_MAGIC	0x958458f6L
-#define HPZD_TMPFS_MAGIC	0x01021994L
 
 /*
  * Per-page state.  The low bits say what the page holds; nothing but

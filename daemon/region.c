@@ -97,9 +97,9 @@ region_check_backing(int fd, struct backing *b, char *why, size_t whylen)
 		return (region_fail(why, whylen, -EINVAL,
 		    "the backing fd is not a regular file"));
 	b->fs_magic = (long)sfs.f_type;
-	if (b->fs_magic == HPZD_HUGETLBFS_MAGIC)
+	if (b->fs_magic == HUGETLBFS_MAGIC)
 		b->page_size = (uint64_t)sfs.f_bsize;
-	else if (b->fs_magic == HPZD_TMPFS_MAGIC)
+	else if (b->fs_magic == TMPFS_MAGIC)
 		b->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	else
 		return (region_fail(why, whylen, -EINVAL,
@@ -180,7 +180,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	if (c->pid > 0 && (error = region_check_mapping(c->pid, m->addr,
 	    m->len, b.dev, b.ino, m->offset, why, whylen)) != 0)
 		return (error);
-	need = b.fs_magic == HPZD_HUGETLBFS_MAGIC ?
+	need = b.fs_magic == HUGETLBFS_MAGIC ?
 	    UFFD_FEATURE_MINOR_HUGETLBFS : UFFD_FEATURE_MINOR_SHMEM;
 	if ((m->uffd_features & need) == 0)
 		return (region_fail(why, whylen, -ENOTSUP,

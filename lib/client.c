@@ -18,13 +18,12 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
+#include <linux/magic.h>
 #include <linux/userfaultfd.h>
 
 #include "libhpz.h"
 #include "hpz-protocol.h"
 
-#define LIB_HUGETLBFS_MAGIC	0x958458f6L
-#define LIB_TMPFS_MAGIC		0x01021994L
 #define LIB_REPLY_TIMEOUT_MS	60000
 
 /* What we ask of UFFDIO_API, as far as the kernel offers it. */
@@ -239,9 +238,9 @@ hpz_page_size(int fd)
 
 	if (fstatfs(fd, &sfs) == -1)
 		return (lib_fail(-errno, "fstatfs: %s", strerror(errno)));
-	if ((long)sfs.f_type == LIB_HUGETLBFS_MAGIC)
+	if ((long)sfs.f_type == HUGETLBFS_MAGIC)
 		return ((long)sfs.f_bsize);
-	if ((long)sfs.f_type == LIB_TMPFS_MAGIC)
+	if ((long)sfs.f_type == TMPFS_MAGIC)
 		return (sysconf(_SC_PAGESIZE));
 	return (lib_fail(-EINVAL, "fd %d is on a filesystem with magic 0x%lx: "
 	    "only hugetlbfs and shmem files can be served", fd,

@@ -32,7 +32,7 @@ uint64_t		 hpzd_start_ns;
 #define ADDR		0x7f0000000000ULL
 
 static const struct backing file_2m = {
-	.fs_magic = HPZD_HUGETLBFS_MAGIC,
+	.fs_magic = HUGETLBFS_MAGIC,
 	.page_size = PAGE_2M,
 	.size = 64 * MiB,
 };
@@ -247,7 +247,7 @@ Test(region, check_backing_shmem_memfd)
 	memset(&b, 0xa5, sizeof(b));
 	error = region_check_backing(fd, &b, why, sizeof(why));
 	cr_assert_eq(error, 0, "rejected: %s", why);
-	cr_assert_eq(b.fs_magic, HPZD_TMPFS_MAGIC);
+	cr_assert_eq(b.fs_magic, TMPFS_MAGIC);
 	cr_assert_eq(b.page_size, (uint64_t)sysconf(_SC_PAGESIZE));
 	cr_assert_eq(b.size, 3 * 4096);
 	cr_assert_eq(fstat(fd, &st), 0);
@@ -290,8 +290,8 @@ Test(region, check_backing_other_filesystem)
 	/* A regular file on neither hugetlbfs nor tmpfs. */
 	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && fd == -1; i++) {
 		if (statfs(dirs[i], &sfs) == -1 ||
-		    (long)sfs.f_type == HPZD_TMPFS_MAGIC ||
-		    (long)sfs.f_type == HPZD_HUGETLBFS_MAGIC)
+		    (long)sfs.f_type == TMPFS_MAGIC ||
+		    (long)sfs.f_type == HUGETLBFS_MAGIC)
 			continue;
 		snprintf(path, sizeof(path), "%s/test-region.XXXXXX", dirs[i]);
 		fd = mkstemp(path);
@@ -346,7 +346,7 @@ Test(region, check_backing_hugetlb_memfd)
 	    strerror(errno));
 	error = region_check_backing(fd, &b, why, sizeof(why));
 	cr_assert_eq(error, 0, "rejected: %s", why);
-	cr_assert_eq(b.fs_magic, HPZD_HUGETLBFS_MAGIC);
+	cr_assert_eq(b.fs_magic, HUGETLBFS_MAGIC);
 	cr_assert_eq(b.page_size, PAGE_2M);
 	cr_assert_eq(b.size, 8 * MiB);
 	close(fd);
