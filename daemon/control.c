@@ -136,24 +136,47 @@ control_bind(const char *path)
 	return (fd);
 }
 
-/* The socket systemd passed us, or our own bound to path. */
+/*
+ * The socket systemd passed us, or our own bound to path.  Descriptors
+ * systemd kept for us in its fd store come along; they are taken back by
+ * control_retake() once the daemon can serve.
+ */
+static int	  control_stored_n;
+static int	 *control_stored_fds;
+static char	**control_stored_names;
+
 int
 control_listen(const char *path, int *from_systemd)
 {
-	int	n, fd;
+	char	**names = NULL;
+	uint64_t  id;
+	int	  n, i, fd = -1;
 
 	*from_systemd = 0;
-	n = sd_listen_fds(1);
+	n = sd_listen_fds_with_names(1, &names);
 	if (n < 0) {
 		log_warnx("sd_listen_fds: %s", strerror(-n));
 		return (-1);
 	}
-	if (n > 1) {
-		log_warnx("systemd passed %d sockets, expected 1", n);
-		return (-1);
+	if (n > 0 && (control_stored_fds = calloc((size_t)n,
+	    sizeof(int))) == NULL)
+		fatal("calloc");
+	for (i = 0; i < n; i++) {
+		control_stored_fds[i] = SD_LISTEN_FDS_START + i;
+		if (names != NULL && names[i] != NULL &&
+		    fdstore_parse_name(names[i], &id) >= 0)
+			continue;
+		/* Not a stored region: it must be our one listening socket. */
+		if (fd != -1) {
+			log_warnx("systemd passed more than one socket");
+			return (-1);
+		}
+		fd = SD_LISTEN_FDS_START + i;
+		control_stored_fds[i] = -1;
 	}
-	if (n == 1) {
-		fd = SD_LISTEN_FDS_START;
+	control_stored_n = n;
+	control_stored_names = names;
+	if (fd != -1) {
 		if (sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
 			log_warnx("the socket systemd passed is not a listening "
 			    "SOCK_SEQPACKET UNIX socket");
@@ -168,6 +191,26 @@ control_listen(const char *path, int *from_systemd)
 		return (fd);
 	}
 	return (control_bind(path));
+}
+
+/* Take back the regions systemd's fd store kept (see fdstore.c). */
+void
+control_retake(void)
+{
+	int	i;
+
+	for (i = 0; i < control_stored_n; i++)
+		if (control_stored_fds[i] >= 0)
+			fcntl(control_stored_fds[i], F_SETFD, FD_CLOEXEC);
+	fdstore_retake(control_stored_n, control_stored_fds,
+	    control_stored_names);
+	for (i = 0; control_stored_names != NULL && i < control_stored_n; i++)
+		free(control_stored_names[i]);
+	free(control_stored_names);
+	free(control_stored_fds);
+	control_stored_names = NULL;
+	control_stored_fds = NULL;
+	control_stored_n = 0;
 }
 
 /* Send a reply; a client that cannot take it is dropped by the caller. */
@@ -219,14 +262,43 @@ control_register(struct client *c, struct hpz_msg *m)
 		    why));
 	}
 
-	error = region_create(c, &m->u.reg, m->fds[0], m->fds[1], &r, why,
-	    sizeof(why));
+	/*
+	 * A client back after our restart brings the state memfd of a region
+	 * we already took back from the fd store: hand it that region.
+	 */
+	if ((r = region_find_state(m->fds[2])) != NULL) {
+		if (r->pid != c->pid || r->client->uid != c->uid ||
+		    r->addr != m->u.reg.addr || r->len != m->u.reg.len) {
+			proto_close_fds(m);
+			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
+			    "register", "that page state belongs to another "
+			    "region"));
+		}
+		proto_close_fds(m);
+		if (r->client != c) {
+			struct client	*from = r->client;
+
+			region_move(r, c);
+			control_orphan_check(from);
+		}
+		log_info("client %llu (pid %d): region %llu is its again",
+		    (unsigned long long)c->id, (int)c->pid,
+		    (unsigned long long)r->id);
+		return (control_reply(c, m->u.hdr.seq, 0, r->id,
+		    "registered again"));
+	}
+	error = region_create(c, &m->u.reg, m->fds[0], m->fds[1], m->fds[2],
+	    &r, why, sizeof(why));
 	if (error != 0) {
 		proto_close_fds(m);
 		return (control_refuse(c, m->u.hdr.seq, error, "register",
 		    why));
 	}
 	m->nfds = 0;	/* the region owns them now */
+	if (fdstore_enabled()) {
+		r->pidfd = fdstore_pidfd(c->pid);
+		fdstore_remember(r);
+	}
 	atomic_fetch_add(&stats.registers, 1);
 	log_info("client %llu (pid %d): region %llu registered: 0x%llx "
 	    "+%llu MiB, %llu KiB pages, %s%s", (unsigned long long)c->id,
@@ -234,7 +306,12 @@ control_register(struct client *c, struct hpz_msg *m)
 	    (unsigned long long)r->addr, (unsigned long long)(r->len >> 20),
 	    (unsigned long long)(r->page_size >> 10),
 	    r->fs_magic == HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
-	    (r->flags & HPZ_DISCARD) ? ", discard" : "");
+	    r->adopted ? ", state adopted" : (r->flags & HPZ_DISCARD) ?
+	    ", discard" : "");
+	if (r->recovered > 0)
+		log_info("region %llu: %llu pages a dead server left busy were "
+		    "resolved", (unsigned long long)r->id,
+		    (unsigned long long)r->recovered);
 	return (control_reply(c, m->u.hdr.seq, 0, r->id, "registered"));
 }
 
@@ -423,11 +500,76 @@ control_drop(struct client *c, const char *why)
 	while ((r = TAILQ_FIRST(&c->regions)) != NULL)
 		region_destroy(r);
 	TAILQ_REMOVE(&control_clients, c, entry);
-	control_count--;
+	if (!c->orphan)
+		control_count--;
 	bucket_free(c->budget);
-	event_free(c->ev);
-	close(c->fd);
+	if (c->ev != NULL)
+		event_free(c->ev);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	free(c);
+}
+
+/* An orphan's process exited: its regions go. */
+static void
+control_orphan_cb(int fd, short events, void *arg)
+{
+	struct client	*c = arg;
+
+	log_info("pid %d exited while its regions waited for it",
+	    (int)c->pid);
+	control_drop(c, NULL);
+}
+
+/*
+ * The holder of regions taken back from the fd store for process pid,
+ * until it connects again (and registers them again) or exits.
+ */
+struct client *
+control_orphan(pid_t pid)
+{
+	struct client	*c;
+	char		 path[64];
+	struct stat	 st;
+
+	TAILQ_FOREACH(c, &control_clients, entry)
+		if (c->orphan && c->pid == pid)
+			return (c);
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (stat(path, &st) == -1 || (c = calloc(1, sizeof(*c))) == NULL)
+		return (NULL);
+	c->id = control_next_id++;
+	c->fd = -1;
+	c->orphan = 1;
+	c->pid = pid;
+	c->uid = st.st_uid;
+	c->gid = st.st_gid;
+	c->budget = bucket_new(scrub_budget_gbs(1));
+	TAILQ_INIT(&c->regions);
+	c->pidfd = fdstore_pidfd(pid);
+	c->ev = c->pidfd < 0 ? NULL : event_new(hpzd_base, c->pidfd,
+	    EV_READ | EV_PERSIST, control_orphan_cb, c);
+	if (c->ev == NULL || event_add(c->ev, NULL) == -1) {
+		if (c->ev != NULL)
+			event_free(c->ev);
+		if (c->pidfd >= 0)
+			close(c->pidfd);
+		bucket_free(c->budget);
+		free(c);
+		return (NULL);
+	}
+	TAILQ_INSERT_TAIL(&control_clients, c, entry);
+	return (c);
+}
+
+/* An orphan left without regions is not needed any more. */
+void
+control_orphan_check(struct client *c)
+{
+	if (c->orphan && c->nregions == 0)
+		control_drop(c, NULL);
 }
 
 static void
@@ -476,6 +618,7 @@ control_accept_cb(int lfd, short events, void *arg)
 	}
 	c->id = control_next_id++;
 	c->fd = fd;
+	c->pidfd = -1;
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->gid = cred.gid;

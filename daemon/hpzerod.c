@@ -311,11 +311,20 @@ hpzd_timer_cb(int fd, short events, void *arg)
 	hpzd_notify_status();
 }
 
+/* Tell systemd's watchdog the event loop still turns. */
+static void
+hpzd_watchdog_cb(int fd, short events, void *arg)
+{
+	sd_notify(0, "WATCHDOG=1");
+}
+
 int
 main(int argc, char **argv)
 {
 	struct worker_config cfg = worker_config;
-	struct event	*ev_term, *ev_int, *ev_hup, *ev_timer;
+	struct event	*ev_term, *ev_int, *ev_hup, *ev_timer, *ev_wd = NULL;
+	struct timeval	 wdtv;
+	uint64_t	 wdusec = 0;
 	struct timeval	 tv = { HPZD_STATUS_INTERVAL, 0 };
 	char		 why[256];
 	long		 ncpu;
@@ -377,6 +386,9 @@ main(int argc, char **argv)
 	if (control_init(lfd) == -1)
 		fatalx("cannot watch the listening socket");
 	control_limits(&hpzd_conf);
+	/* Regions systemd kept for us across a crash: serve them again. */
+	fdstore_init(1);
+	control_retake();
 
 	ev_term = evsignal_new(hpzd_base, SIGTERM, hpzd_signal_cb, NULL);
 	ev_int = evsignal_new(hpzd_base, SIGINT, hpzd_signal_cb, NULL);
@@ -388,6 +400,17 @@ main(int argc, char **argv)
 	    evsignal_add(ev_hup, NULL) == -1 ||
 	    event_add(ev_timer, &tv) == -1)
 		fatalx("cannot set up signal handling");
+	if (sd_watchdog_enabled(0, &wdusec) > 0 && wdusec > 0) {
+		wdusec /= 3;
+		wdtv.tv_sec = (time_t)(wdusec / 1000000);
+		wdtv.tv_usec = (suseconds_t)(wdusec % 1000000);
+		ev_wd = event_new(hpzd_base, -1, EV_PERSIST, hpzd_watchdog_cb,
+		    NULL);
+		if (ev_wd == NULL || event_add(ev_wd, &wdtv) == -1)
+			fatalx("cannot set up the watchdog timer");
+		log_info("watchdog: pinging systemd every %llu ms",
+		    (unsigned long long)(wdusec / 1000));
+	}
 
 	log_info("hpzerod %s ready: %s, %d workers, background %s (budget "
 	    "%.1f GB/s, 0 is unlimited)", PACKAGE_VERSION, from_systemd ?
@@ -411,6 +434,8 @@ main(int argc, char **argv)
 	event_free(ev_int);
 	event_free(ev_hup);
 	event_free(ev_timer);
+	if (ev_wd != NULL)
+		event_free(ev_wd);
 	event_base_free(hpzd_base);
 	log_info("stopped");
 	return (0);

@@ -14,6 +14,7 @@
 
 #include "hpz.h"
 #include "hpz-protocol.h"
+#include "hpz-state.h"
 
 struct event;
 struct event_base;
@@ -22,31 +23,6 @@ struct event_base;
 #define HPZD_REGIONS_PER_CLIENT	1024
 #define HPZD_CLIENTS_MAX	1024
 
-
-/*
- * Per-page state.  The low bits say what the page holds; nothing but
- * state_fault_action() decides to write zeros, and only for PAGE_GARBAGE.
- */
-enum page_state {
-	PAGE_KEEP = 0,		/* never seen: whatever the file holds is data */
-	PAGE_GARBAGE = 1,	/* declared garbage: clear before mapping */
-	PAGE_ZEROED = 2,	/* cleared by us, not mapped yet */
-	PAGE_MAPPED = 3,	/* mapped into the client: client data */
-};
-#define PAGE_STATE_MASK		0x0f
-#define PAGE_RESET		0x40	/* reset while busy: garbage when done */
-#define PAGE_BUSY		0x80	/* a worker owns the page */
-
-enum fault_kind {
-	FAULT_MISSING,		/* no page in the file */
-	FAULT_MINOR,		/* page in the file, not mapped */
-};
-
-enum page_action {
-	ACTION_POPULATE,	/* allocate (kernel zeroes it), then map */
-	ACTION_CLEAR,		/* write zeros, then map */
-	ACTION_MAP,		/* map as it is */
-};
 
 struct client;
 struct bucket;
@@ -70,8 +46,16 @@ struct region {
 
 	int			 uffd;
 	int			 fd;
+	int			 sfd;		/* page-state memfd */
+	int			 lockfd;	/* holds its server lock */
+	void			*smap;		/* our mapping of it */
+	size_t			 smaplen;
+	int			 adopted;	/* state from an earlier server */
+	uint64_t		 recovered;	/* busy pages it left */
+	int			 stored;	/* fds in systemd's fd store */
+	int			 pidfd;		/* the client, for the store */
 	void			*map;		/* our mapping of the range */
-	_Atomic uint8_t		*state;		/* npages entries */
+	_Atomic uint8_t		*state;		/* npages entries, in smap */
 	struct event		*ev;
 
 	atomic_int		 inflight;	/* queued or running work */
@@ -114,6 +98,9 @@ struct client {
 	struct regions		 regions;
 	size_t			 nregions;
 	struct bucket		*budget;	/* background GB/s (scrub.c) */
+	int			 orphan;	/* regions back from the fd
+						   store, no connection yet */
+	int			 pidfd;		/* orphan: exits when it does */
 };
 TAILQ_HEAD(clients, client);
 
@@ -258,14 +245,6 @@ void		 fatal(const char *, ...)
 void		 fatalx(const char *, ...)
 		    __attribute__((format(printf, 1, 2), noreturn));
 
-/* state.c: the per-page state machine, pure functions. */
-enum page_action state_fault_action(uint8_t state, enum fault_kind kind);
-int		 state_claim(_Atomic uint8_t *page, uint8_t *was);
-uint8_t		 state_release(_Atomic uint8_t *page, uint8_t newstate);
-void		 state_reset(_Atomic uint8_t *page);
-int		 state_needs_punch(uint8_t state);
-const char	*state_name(uint8_t state);
-
 /* region.c */
 extern struct regions	 region_all;
 int		 region_check_range(uint64_t addr, uint64_t len, uint64_t offset,
@@ -279,9 +258,15 @@ int		 region_overlaps(uint64_t a_start, uint64_t a_len,
 struct region	*region_conflict(const struct regions *all,
 		    const struct client *c, uint64_t addr, uint64_t len,
 		    dev_t dev, ino_t ino, uint64_t offset);
-int		 region_create(struct client *, const struct hpz_msg_register *,
-		    int uffd, int fd, struct region **, char *why,
+int		 region_check_state(int sfd, uint64_t npages, char *why,
 		    size_t whylen);
+int		 region_create(struct client *, const struct hpz_msg_register *,
+		    int uffd, int fd, int sfd, struct region **, char *why,
+		    size_t whylen);
+struct region	*region_find_state(int sfd);
+void		 region_set_id(struct region *, uint64_t id);
+void		 region_reserve_ids(uint64_t max);
+void		 region_move(struct region *, struct client *);
 void		 region_destroy(struct region *);
 struct region	*region_find(struct client *, uint64_t addr, uint64_t len,
 		    int exact);
@@ -407,6 +392,9 @@ uint64_t	 bucket_take(struct bucket *, uint64_t bytes, uint64_t now);
 /* control.c */
 extern struct clients	 control_clients;
 int		 control_listen(const char *path, int *from_systemd);
+void		 control_retake(void);
+struct client	*control_orphan(pid_t);
+void		 control_orphan_check(struct client *);
 int		 control_init(int listen_fd);
 void		 control_shutdown(void);
 size_t		 control_nclients(void);
@@ -414,6 +402,18 @@ int		 control_message(struct client *, struct hpz_msg *);
 void		 control_limits(const struct conf *);
 int		 control_uid_usage(uid_t, int *clients, int *regions,
 		    uint64_t *bytes);
+
+/* fdstore.c: regions kept in systemd's fd store across a crash. */
+#define FDSTORE_KINDS	4	/* uffd, backing file, state memfd, pidfd */
+void		 fdstore_init(int enable);
+int		 fdstore_enabled(void);
+int		 fdstore_pidfd(pid_t);
+pid_t		 fdstore_pidfd_pid(int pidfd);
+void		 fdstore_remember(struct region *);
+void		 fdstore_forget(struct region *);
+int		 fdstore_parse_name(const char *, uint64_t *id);
+void		 fdstore_drop(uint64_t id, int *fds);
+void		 fdstore_retake(int n, const int *fds, char **names);
 
 /* stats.c */
 extern struct stats	 stats;

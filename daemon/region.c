@@ -157,15 +157,147 @@ region_conflict(const struct regions *all, const struct client *c,
 	return (NULL);
 }
 
-/* Validate a register request, map the file, start reading the uffd. */
+/*
+ * Is sfd a page-state memfd for npages pages: a sealed (no shrinking)
+ * read-write shmem file big enough?  The seal means our mapping of it can
+ * never fault with SIGBUS whatever the client does to its copy.
+ */
+int
+region_check_state(int sfd, uint64_t npages, char *why, size_t whylen)
+{
+	struct statfs	sfs;
+	struct stat	st;
+	int		seals, fl;
+
+	if (fstatfs(sfd, &sfs) == -1 || fstat(sfd, &st) == -1)
+		return (region_fail(why, whylen, -EINVAL,
+		    "cannot stat the state fd: %s", strerror(errno)));
+	if (!S_ISREG(st.st_mode) || (long)sfs.f_type != TMPFS_MAGIC)
+		return (region_fail(why, whylen, -EINVAL,
+		    "the state fd is not a memfd"));
+	fl = fcntl(sfd, F_GETFL);
+	if (fl == -1 || (fl & O_ACCMODE) != O_RDWR)
+		return (region_fail(why, whylen, -EINVAL,
+		    "the state fd is not open read-write"));
+	seals = fcntl(sfd, F_GET_SEALS);
+	if (seals == -1 || (seals & F_SEAL_SHRINK) == 0)
+		return (region_fail(why, whylen, -EINVAL,
+		    "the state memfd is not sealed against shrinking"));
+	if ((uint64_t)st.st_size < HPZ_STATE_SIZE(npages))
+		return (region_fail(why, whylen, -EINVAL,
+		    "the state memfd holds %llu bytes, %llu pages need %llu",
+		    (unsigned long long)st.st_size, (unsigned long long)npages,
+		    (unsigned long long)HPZ_STATE_SIZE(npages)));
+	return (0);
+}
+
+/*
+ * Take a region's page state: map the memfd, take the server lock, and
+ * either start it (a fresh, all-zero memfd) or adopt it (one a daemon
+ * already served: after a crash or restart).  Adopting resolves whatever
+ * a dead server left busy.
+ */
+static int
+region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
+    char *why, size_t whylen)
+{
+	struct hpz_state_header	*h;
+	uint64_t		 i;
+	int			 lockfd;
+
+	r->smaplen = HPZ_STATE_SIZE(r->npages);
+	r->smap = mmap(NULL, r->smaplen, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    sfd, 0);
+	if (r->smap == MAP_FAILED)
+		return (region_fail(why, whylen, -ENOMEM,
+		    "cannot map the state memfd: %s", strerror(errno)));
+	if ((lockfd = state_lock_server(sfd, 500)) < 0)
+		return (region_fail(why, whylen, lockfd == -EAGAIN ? -EBUSY :
+		    lockfd, "cannot take the state memfd's server lock: %s",
+		    lockfd == -EAGAIN ? "another server holds it" :
+		    strerror(-lockfd)));
+	r->lockfd = lockfd;
+	h = r->smap;
+	r->state = (_Atomic uint8_t *)((char *)r->smap + HPZ_STATE_PAGES_OFF);
+	if (h->magic == 0) {
+		for (i = 0; i < sizeof(*h); i++)
+			if (((unsigned char *)h)[i] != 0)
+				break;
+		if (i != sizeof(*h))
+			return (region_fail(why, whylen, -EINVAL,
+			    "the state memfd is neither empty nor a page state"));
+		for (i = 0; i < r->npages; i++)
+			if (atomic_load(&r->state[i]) != 0)
+				return (region_fail(why, whylen, -EINVAL,
+				    "a new state memfd must be all zero"));
+		if (m->flags & HPZ_DISCARD)
+			for (i = 0; i < r->npages; i++)
+				atomic_store(&r->state[i], PAGE_GARBAGE);
+		h->version = HPZ_STATE_VERSION;
+		h->page_size = r->page_size;
+		h->npages = r->npages;
+		h->offset = r->offset;
+	} else {
+		if (h->magic != HPZ_STATE_MAGIC ||
+		    h->version != HPZ_STATE_VERSION)
+			return (region_fail(why, whylen, -EINVAL,
+			    "the state memfd has an unknown format"));
+		if (h->page_size != r->page_size || h->npages != r->npages ||
+		    h->offset != r->offset)
+			return (region_fail(why, whylen, -EINVAL,
+			    "the state memfd describes another range"));
+		r->adopted = 1;
+		r->recovered = state_recover(r->state, r->npages);
+	}
+	h->addr = r->addr;
+	h->len = r->len;
+	h->flags = r->flags;
+	h->uffd_features = r->features;
+	h->uffd_ioctls = m->uffd_ioctls;
+	h->generation++;
+	h->server_pid = (int32_t)getpid();
+	atomic_thread_fence(memory_order_release);
+	h->magic = HPZ_STATE_MAGIC;
+	return (0);
+}
+
+/* Let go of the state memfd: unmap, drop the server lock, close. */
+static void
+region_release_state(struct region *r)
+{
+	if (r->smap != NULL && r->smap != MAP_FAILED)
+		munmap(r->smap, r->smaplen);
+	r->smap = NULL;
+	r->state = NULL;
+	if (r->lockfd >= 0)
+		close(r->lockfd);
+	r->lockfd = -1;
+}
+
+/* Any garbage page in the region? */
+static int
+region_has_garbage(const struct region *r)
+{
+	uint64_t	i;
+
+	for (i = 0; i < r->npages; i++)
+		if ((atomic_load(&r->state[i]) & PAGE_STATE_MASK) ==
+		    PAGE_GARBAGE)
+			return (1);
+	return (0);
+}
+
+/*
+ * Validate a register request, take the page state, map the file, start
+ * reading the uffd.  On success the region owns uffd, fd and sfd.
+ */
 int
 region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
-    int fd, struct region **out, char *why, size_t whylen)
+    int fd, int sfd, struct region **out, char *why, size_t whylen)
 {
 	struct backing	 b;
 	struct region	*r, *other;
-	uint64_t	 need, i;
-	uint8_t		 init;
+	uint64_t	 need;
 	int		 error, fl;
 
 	*out = NULL;
@@ -175,6 +307,9 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 		return (error);
 	if ((error = region_check_range(m->addr, m->len, m->offset,
 	    m->page_size, &b, why, whylen)) != 0)
+		return (error);
+	if ((error = region_check_state(sfd, m->len / b.page_size, why,
+	    whylen)) != 0)
 		return (error);
 	/* The range must be the client's own shared mapping of that file. */
 	if (c->pid > 0 && (error = region_check_mapping(c->pid, m->addr,
@@ -201,7 +336,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (region_fail(why, whylen, -ENOMEM, "out of memory"));
-	r->uffd = r->fd = -1;
+	r->uffd = r->fd = r->sfd = r->lockfd = r->pidfd = -1;
 	r->map = MAP_FAILED;
 	r->client = c;
 	r->addr = m->addr;
@@ -219,14 +354,8 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 
-	r->state = calloc(r->npages, sizeof(*r->state));
-	if (r->state == NULL) {
-		error = region_fail(why, whylen, -ENOMEM, "out of memory");
+	if ((error = region_take_state(r, sfd, m, why, whylen)) != 0)
 		goto fail;
-	}
-	init = (m->flags & HPZ_DISCARD) ? PAGE_GARBAGE : PAGE_KEEP;
-	for (i = 0; i < r->npages; i++)
-		atomic_init(&r->state[i], init);
 
 	/* No reservation of our own: the client's mapping holds it. */
 	r->map = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
@@ -246,10 +375,11 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	}
 	r->uffd = uffd;
 	r->fd = fd;
+	r->sfd = sfd;
 	r->ev = event_new(hpzd_base, uffd, EV_READ | EV_PERSIST, uffd_read_cb,
 	    r);
 	if (r->ev == NULL || event_add(r->ev, NULL) == -1) {
-		r->uffd = r->fd = -1;	/* still the caller's to close */
+		r->uffd = r->fd = r->sfd = -1;	/* still the caller's */
 		error = region_fail(why, whylen, -ENOMEM,
 		    "cannot watch the uffd");
 		goto fail;
@@ -260,7 +390,13 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	c->nregions++;
 	worker_poll_add(r);
 	r->priority = HPZ_PRIO_DEFAULT;
-	if (m->flags & (HPZ_DISCARD | HPZ_AHEAD_EAGER))
+	/*
+	 * A fault whose message a dead server read is still waiting: wake
+	 * every thread of the range, so it faults again and reaches us.
+	 */
+	if (r->adopted)
+		uffd_wake(r, r->addr, r->len);
+	if ((m->flags & HPZ_AHEAD_EAGER) || region_has_garbage(r))
 		scrub_add(r, 0);
 	*out = r;
 	return (0);
@@ -270,11 +406,56 @@ fail:
 		event_free(r->ev);
 	if (r->map != MAP_FAILED)
 		munmap(r->map, r->len);
-	free(r->state);
+	region_release_state(r);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	free(r);
 	return (error);
+}
+
+/* The region whose page state lives in the memfd sfd, or NULL. */
+struct region *
+region_find_state(int sfd)
+{
+	struct region	*r;
+	struct stat	 a, b;
+
+	if (fstat(sfd, &a) == -1)
+		return (NULL);
+	TAILQ_FOREACH(r, &region_all, all)
+		if (fstat(r->sfd, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return (r);
+	return (NULL);
+}
+
+/* Give a region taken back from the fd store the id it had. */
+void
+region_set_id(struct region *r, uint64_t id)
+{
+	r->id = id;
+}
+
+/* Ids up to max are taken (by regions in the fd store). */
+void
+region_reserve_ids(uint64_t max)
+{
+	if (region_next_id <= max)
+		region_next_id = max + 1;
+}
+
+/* Hand a region to another client (a client back after our restart). */
+void
+region_move(struct region *r, struct client *to)
+{
+	struct client	*from = r->client;
+
+	TAILQ_REMOVE(&from->regions, r, entry);
+	from->nregions--;
+	r->client = to;
+	r->pid = to->pid;
+	TAILQ_INSERT_TAIL(&to->regions, r, entry);
+	to->nregions++;
 }
 
 /* Block until every work item queued for the region has finished. */
@@ -311,7 +492,15 @@ region_punch_garbage(struct region *r)
 			    (unsigned long long)r->id);
 			clear_range((char *)r->map + start * r->page_size,
 			    n * r->page_size);
+			clear_fence();
 		}
+		/*
+		 * Holes (or zeros) from now on: whatever the kernel puts there
+		 * once the range is unregistered is the client's data, so the
+		 * state must say so for a daemon that adopts it later.
+		 */
+		for (i = start; i < start + n; i++)
+			atomic_store(&r->state[i], PAGE_KEEP);
 		atomic_fetch_add(&stats.pages_punched, n);
 	}
 }
@@ -336,11 +525,15 @@ region_destroy(struct region *r)
 	TAILQ_REMOVE(&c->regions, r, entry);
 	TAILQ_REMOVE(&region_all, r, all);
 	c->nregions--;
+	fdstore_forget(r);
 	event_free(r->ev);
 	munmap(r->map, r->len);
+	region_release_state(r);
 	close(r->uffd);
 	close(r->fd);
-	free(r->state);
+	close(r->sfd);
+	if (r->pidfd >= 0)
+		close(r->pidfd);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	free(r);

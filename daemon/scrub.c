@@ -375,8 +375,11 @@ scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n)
 			continue;	/* a fault has it */
 		now = was;
 		if (was == PAGE_GARBAGE && kind == SCRUB_SCAN && scrub &&
-		    scrub_clear(r, i))
+		    scrub_clear(r, i)) {
 			now = PAGE_ZEROED;
+			/* Before any premap: a crash then leaves data. */
+			state_mark_cleared(&r->state[i]);
+		}
 		/* Never map a page that is still garbage. */
 		if (premap && (now == PAGE_ZEROED || (now == PAGE_KEEP &&
 		    (eager || kind == SCRUB_AHEAD)))) {

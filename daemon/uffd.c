@@ -545,6 +545,10 @@ uffd_handle(struct worker *self, struct work *first)
 		break;
 	}
 	if (error == 0) {
+		/* Cleared before mapped: a crash from here leaves data. */
+		if (action != ACTION_MAP)
+			for (i = lo; i <= hi; i++)
+				state_mark_cleared(&r->state[i]);
 		error = uffd_continue(r, r->addr + lo * r->page_size,
 		    (hi - lo + 1) * r->page_size);
 		if (error == -EFAULT && action == ACTION_MAP) {

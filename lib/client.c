@@ -23,6 +23,7 @@
 
 #include "libhpz.h"
 #include "hpz-protocol.h"
+#include "hpz-state.h"
 
 #define LIB_REPLY_TIMEOUT_MS	60000
 
@@ -37,6 +38,8 @@ struct lib_region {
 	uintptr_t		 addr;
 	size_t			 len;
 	int			 uffd;
+	int			 sfd;		/* page-state memfd (hpz-state.h) */
+	int			 fd;		/* our copy of the backing file */
 };
 
 static pthread_mutex_t	 lib_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -100,6 +103,42 @@ hpz_strerror(int err)
 	return (s != NULL ? s : "unknown error");
 }
 
+static void
+lib_region_free(struct lib_region *lr)
+{
+	if (lr->uffd >= 0)
+		close(lr->uffd);
+	if (lr->sfd >= 0)
+		close(lr->sfd);
+	if (lr->fd >= 0)
+		close(lr->fd);
+	free(lr);
+}
+
+/*
+ * A new page-state memfd for npages pages, all zero (every page "keep"
+ * until the daemon says otherwise), sealed so that it can never shrink
+ * under anyone's mapping.
+ */
+static int
+lib_state_create(uint64_t npages)
+{
+	int	fd, error;
+
+	fd = memfd_create("hpz-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd == -1)
+		return (lib_fail(-errno, "memfd_create: %s", strerror(errno)));
+	if (ftruncate(fd, (off_t)HPZ_STATE_SIZE(npages)) == -1 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_SEAL) == -1) {
+		error = -errno;
+		close(fd);
+		return (lib_fail(error, "page-state memfd: %s",
+		    strerror(-error)));
+	}
+	return (fd);
+}
+
 /* A child must not share the parent's connection or its regions. */
 static void
 lib_atfork_child(void)
@@ -113,8 +152,7 @@ lib_atfork_child(void)
 	for (lr = lib_regions; lr != NULL; lr = next) {
 		next = lr->next;
 		/* MADV_DONTFORK kept the ranges out of the child. */
-		close(lr->uffd);
-		free(lr);
+		lib_region_free(lr);
 	}
 	lib_regions = NULL;
 }
@@ -347,8 +385,7 @@ lib_forget(const struct hpz_region *region)
 	lr = lib_find((uintptr_t)region->addr, region->len, &pp);
 	if (lr != NULL) {
 		*pp = lr->next;
-		close(lr->uffd);
-		free(lr);
+		lib_region_free(lr);
 	}
 	pthread_mutex_unlock(&lib_lock);
 }
@@ -383,7 +420,7 @@ hpz_register(const struct hpz_region *region)
 	struct lib_region	*lr = NULL;
 	uint64_t		 offered = 0, need;
 	long			 page;
-	int			 uffd = -1, fds[2], error;
+	int			 uffd = -1, sfd = -1, bfd = -1, fds[3], error;
 
 	pthread_once(&lib_once, lib_init_once);
 	if ((error = lib_check_region(region)) != 0)
@@ -462,6 +499,14 @@ hpz_register(const struct hpz_region *region)
 		    strerror(errno));
 		goto dofork;
 	}
+	if ((sfd = lib_state_create(region->len / (uint64_t)page)) < 0) {
+		error = sfd;
+		goto dofork;
+	}
+	if ((bfd = fcntl(region->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		error = lib_fail(-errno, "dup: %s", strerror(errno));
+		goto dofork;
+	}
 	proto_init(&req, HPZ_MSG_REGISTER, sizeof(req), 0);
 	req.addr = (uintptr_t)region->addr;
 	req.len = region->len;
@@ -472,13 +517,16 @@ hpz_register(const struct hpz_region *region)
 	req.flags = region->flags;
 	fds[0] = uffd;
 	fds[1] = region->fd;
-	error = lib_request(&req, sizeof(req), fds, 2, &reply, HPZ_MSG_REPLY);
+	fds[2] = sfd;
+	error = lib_request(&req, sizeof(req), fds, 3, &reply, HPZ_MSG_REPLY);
 	if (error != 0)
 		goto dofork;
 
 	lr->addr = (uintptr_t)region->addr;
 	lr->len = region->len;
 	lr->uffd = uffd;
+	lr->sfd = sfd;
+	lr->fd = bfd;
 	lr->next = lib_regions;
 	lib_regions = lr;
 	pthread_mutex_unlock(&lib_lock);
@@ -495,6 +543,10 @@ out:
 	free(lr);
 	if (uffd >= 0)
 		close(uffd);
+	if (sfd >= 0)
+		close(sfd);
+	if (bfd >= 0)
+		close(bfd);
 	pthread_mutex_unlock(&lib_lock);
 	return (error);
 }
@@ -531,8 +583,7 @@ hpz_unregister(const struct hpz_region *region)
 		ioctl(lr->uffd, UFFDIO_UNREGISTER, &range);
 		madvise((void *)lr->addr, lr->len, MADV_DOFORK);
 		*pp = lr->next;
-		close(lr->uffd);
-		free(lr);
+		lib_region_free(lr);
 	}
 	pthread_mutex_unlock(&lib_lock);
 	return (error);

@@ -4,7 +4,8 @@
  * SOCK_SEQPACKET over a UNIX socket: one message a packet, host byte order
  * (both ends are on the same machine).  Every request gets exactly one
  * reply carrying the request's seq.  File descriptors travel only with
- * HPZ_MSG_REGISTER (exactly two: the userfaultfd, then the backing file).
+ * HPZ_MSG_REGISTER (exactly three: the userfaultfd, the backing file, then
+ * the page-state memfd of hpz-state.h).
  *
  * Don't forget to bump HPZ_PROTOCOL_VERSION when anything here changes.
  */
@@ -16,16 +17,16 @@
 
 #include "hpz.h"
 
-#define HPZ_PROTOCOL_VERSION	3
+#define HPZ_PROTOCOL_VERSION	4
 #define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
 
 /* No valid message is larger; receivers read one byte more to see excess. */
 #define HPZ_MSG_MAX		4096
 #define HPZ_REPLY_TEXT		192
-#define HPZ_REGISTER_NFDS	2
+#define HPZ_REGISTER_NFDS	3
 
 enum hpz_msg_type {
-	HPZ_MSG_REGISTER = 1,		/* client: struct hpz_msg_register + 2 fds */
+	HPZ_MSG_REGISTER = 1,		/* client: struct hpz_msg_register + 3 fds */
 	HPZ_MSG_UNREGISTER = 2,		/* client: struct hpz_msg_range */
 	HPZ_MSG_RESET = 3,		/* client: struct hpz_msg_range */
 	HPZ_MSG_STATUS = 4,		/* client: header only */

@@ -300,7 +300,8 @@ proto_recv(int sock, struct hpz_msg *msg)
 	memset(&mh, 0, sizeof(mh));
 	msg->len = 0;
 	msg->nfds = 0;
-	msg->fds[0] = msg->fds[1] = -1;	/* never close a stale number */
+	for (i = 0; i < HPZ_REGISTER_NFDS; i++)
+		msg->fds[i] = -1;	/* never close a stale number */
 	iov.iov_base = msg->u.bytes;
 	iov.iov_len = sizeof(msg->u.bytes);
 	mh.msg_iov = &iov;

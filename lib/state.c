@@ -1,0 +1,202 @@
+/*
+ * state.c - the per-page state machine.  Pure functions on one state byte:
+ * the only code that decides whether a page may be written with zeros.
+ * Built into both hpzerod and libhpz, which share the bytes (hpz-state.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hpz-state.h"
+
+/*
+ * What to do for a fault.  A MISSING fault means the file has no page, so
+ * the kernel will hand out a zeroed one.  A MINOR fault on a page we were
+ * told is garbage needs clearing; every other present page holds data and
+ * is mapped untouched.
+ */
+enum page_action
+state_fault_action(uint8_t state, enum fault_kind kind)
+{
+	if (kind == FAULT_MISSING)
+		return (ACTION_POPULATE);
+	if ((state & PAGE_STATE_MASK) == PAGE_GARBAGE)
+		return (ACTION_CLEAR);
+	return (ACTION_MAP);
+}
+
+/* Take a page for one worker.  0 if another owns it, else 1 and its state. */
+int
+state_claim(_Atomic uint8_t *page, uint8_t *was)
+{
+	uint8_t	old;
+
+	old = atomic_load_explicit(page, memory_order_acquire);
+	do {
+		if (old & PAGE_BUSY)
+			return (0);
+	} while (!atomic_compare_exchange_weak_explicit(page, &old,
+	    (uint8_t)(old | PAGE_BUSY), memory_order_acq_rel,
+	    memory_order_acquire));
+	*was = old & PAGE_STATE_MASK;
+	return (1);
+}
+
+/*
+ * Give a page back with its new state.  A reset that came while the page
+ * was busy wins: the page is garbage again, whatever the worker did.
+ */
+uint8_t
+state_release(_Atomic uint8_t *page, uint8_t newstate)
+{
+	uint8_t	old, new;
+
+	old = atomic_load_explicit(page, memory_order_acquire);
+	do {
+		if (old & PAGE_RESET)
+			new = PAGE_GARBAGE;
+		else
+			new = newstate & PAGE_STATE_MASK;
+	} while (!atomic_compare_exchange_weak_explicit(page, &old, new,
+	    memory_order_acq_rel, memory_order_acquire));
+	return (new);
+}
+
+/*
+ * A page this server owns is cleared and about to be mapped: say so before
+ * the map, so that a server dying in between leaves it counted as data
+ * (state_recover), never as garbage that a later clear would write over
+ * what the client stored meanwhile.  A RESET bit that came is kept.
+ */
+void
+state_mark_cleared(_Atomic uint8_t *page)
+{
+	uint8_t	old, new;
+
+	old = atomic_load_explicit(page, memory_order_acquire);
+	do {
+		new = (uint8_t)((old & ~PAGE_STATE_MASK) | PAGE_ZEROED);
+	} while (!atomic_compare_exchange_weak_explicit(page, &old, new,
+	    memory_order_acq_rel, memory_order_acquire));
+}
+
+/* Declare a page garbage; if a worker owns it, tell the worker. */
+void
+state_reset(_Atomic uint8_t *page)
+{
+	uint8_t	old, new;
+
+	old = atomic_load_explicit(page, memory_order_acquire);
+	do {
+		if (old & PAGE_BUSY)
+			new = PAGE_GARBAGE | PAGE_BUSY | PAGE_RESET;
+		else
+			new = PAGE_GARBAGE;
+	} while (!atomic_compare_exchange_weak_explicit(page, &old, new,
+	    memory_order_acq_rel, memory_order_acquire));
+}
+
+/* Must this page be dropped before the client may see it unserved? */
+int
+state_needs_punch(uint8_t state)
+{
+	return ((state & PAGE_STATE_MASK) == PAGE_GARBAGE);
+}
+
+/*
+ * What a page left BUSY by a dead server holds.  BUSY|GARBAGE: it was being
+ * cleared or allocated and never mapped (the map comes only after
+ * state_mark_cleared), so it is still garbage.  BUSY|ZEROED: cleared and
+ * perhaps mapped; the client may have written it: data.  BUSY with a
+ * reset pending: garbage, as the reset said.  Anything else kept its state.
+ */
+uint8_t
+state_recovered(uint8_t state)
+{
+	if ((state & PAGE_BUSY) == 0)
+		return (state);
+	if (state & PAGE_RESET)
+		return (PAGE_GARBAGE);
+	switch (state & PAGE_STATE_MASK) {
+	case PAGE_GARBAGE:
+		return (PAGE_GARBAGE);
+	case PAGE_ZEROED:
+		return (PAGE_MAPPED);
+	default:
+		return (state & PAGE_STATE_MASK);
+	}
+}
+
+/*
+ * Resolve the BUSY bits a dead server left (only a new holder of the
+ * server lock may call this).  Returns how many pages it changed.
+ */
+uint64_t
+state_recover(_Atomic uint8_t *pages, uint64_t n)
+{
+	uint64_t	i, changed = 0;
+	uint8_t		old;
+
+	for (i = 0; i < n; i++) {
+		old = atomic_load_explicit(&pages[i], memory_order_acquire);
+		if ((old & PAGE_BUSY) == 0)
+			continue;
+		atomic_store_explicit(&pages[i], state_recovered(old),
+		    memory_order_release);
+		changed++;
+	}
+	return (changed);
+}
+
+/*
+ * Take the server lock of a state memfd: a write lock on its byte 0 held
+ * through a new open file description, so only closing the returned fd (or
+ * dying) drops it.  Waits up to wait_ms.  The lock fd, or a negative errno
+ * (-EAGAIN: someone alive holds it).
+ */
+int
+state_lock_server(int memfd, int wait_ms)
+{
+	struct flock	 fl;
+	struct timespec	 ts = { 0, 10 * 1000 * 1000 };
+	char		 path[64];
+	int		 fd, waited = 0, error;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", memfd);
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) == -1)
+		return (-errno);
+	for (;;) {
+		fl.l_type = F_WRLCK;
+		fl.l_whence = SEEK_SET;
+		fl.l_start = 0;
+		fl.l_len = 1;
+		fl.l_pid = 0;
+		if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+			return (fd);
+		error = errno;
+		if ((error != EAGAIN && error != EACCES) || waited >= wait_ms)
+			break;
+		nanosleep(&ts, NULL);
+		waited += 10;
+	}
+	close(fd);
+	return (error == EACCES ? -EAGAIN : -error);
+}
+
+const char *
+state_name(uint8_t state)
+{
+	switch (state & PAGE_STATE_MASK) {
+	case PAGE_KEEP:
+		return ("keep");
+	case PAGE_GARBAGE:
+		return ("garbage");
+	case PAGE_ZEROED:
+		return ("zeroed");
+	case PAGE_MAPPED:
+		return ("mapped");
+	}
+	return ("invalid");
+}
