@@ -230,7 +230,7 @@ fuzz_fill(struct hpz_msg *m, const uint8_t *data, size_t size, int nfds)
 	memset(m, 0, sizeof(*m));
 	m->len = size > HPZ_MSG_MAX ? HPZ_MSG_MAX + 1 : size;
 	memcpy(m->u.bytes, data, m->len);
-	m->fds[0] = m->fds[1] = -1;
+	m->fds[0] = m->fds[1] = m->fds[2] = -1;
 	m->nfds = nfds;
 }
 
@@ -350,7 +350,7 @@ fuzz_decoder(const uint8_t *data, size_t size)
 	fuzz_poison_tail(m);
 	error = proto_validate(m, why, sizeof(why));
 	FUZZ_UNPOISON(m, sizeof(*m));
-	if (m->fds[0] != -1 || m->fds[1] != -1)
+	if (m->fds[0] != -1 || m->fds[1] != -1 || m->fds[2] != -1)
 		fuzz_fail("proto_validate changed the fds");
 	if (error > 0)
 		fuzz_fail("proto_validate returned %d", error);
@@ -533,11 +533,33 @@ fuzz_read_only(struct fuzz_session *s)
 	return (fuzz_fd(rofd));
 }
 
+/*
+ * A page-state memfd for the session's mapping, as libhpz makes it
+ * (sealed), or with sealed 0 an unsealed one the daemon must refuse.
+ */
+static int
+fuzz_state(struct fuzz_session *s, int sealed)
+{
+	uint64_t	npages = s->maplen / (fuzz_page ? fuzz_page : 4096);
+	int		fd;
+
+	fd = memfd_create("hpz-fuzz-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd == -1)
+		return (-1);
+	if (ftruncate(fd, (off_t)HPZ_STATE_SIZE(npages + 1)) == -1 ||
+	    (sealed && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK |
+	    F_SEAL_GROW) == -1)) {
+		close(fd);
+		return (-1);
+	}
+	return (fuzz_fd(fd));
+}
+
 /* Attach the fds a record asks for, as proto_recv would. */
 static void
 fuzz_attach(struct fuzz_session *s, struct hpz_msg *m, enum fuzz_fds sel)
 {
-	int	nfds = 0, fds[HPZ_REGISTER_NFDS] = { -1, -1 };
+	int	nfds = 0, fds[HPZ_REGISTER_NFDS] = { -1, -1, -1 };
 
 	switch (sel) {
 	case FDS_DEFAULT:
@@ -547,7 +569,8 @@ fuzz_attach(struct fuzz_session *s, struct hpz_msg *m, enum fuzz_fds sel)
 	case FDS_FLOOD:
 		fds[0] = fuzz_uffd(s);
 		fds[1] = fuzz_backing(s);
-		nfds = sel == FDS_FLOOD ? 2 + FUZZ_FLOOD : 2;
+		fds[2] = fuzz_state(s, 1);
+		nfds = sel == FDS_FLOOD ? 3 + FUZZ_FLOOD : 3;
 		break;
 	case FDS_NONE:
 		break;
@@ -558,26 +581,31 @@ fuzz_attach(struct fuzz_session *s, struct hpz_msg *m, enum fuzz_fds sel)
 	case FDS_FAKE:
 		fds[0] = fuzz_fd(eventfd(0, EFD_CLOEXEC));
 		fds[1] = fuzz_fd(memfd_create("hpz-fuzz-fake", MFD_CLOEXEC));
-		nfds = 2;
+		fds[2] = fuzz_state(s, 0);
+		nfds = 3;
 		break;
 	case FDS_SWAPPED:
 		fds[0] = fuzz_backing(s);
 		fds[1] = fuzz_uffd(s);
-		nfds = 2;
+		fds[2] = fuzz_state(s, 1);
+		nfds = 3;
 		break;
 	case FDS_NOT_FILE:
 		fds[0] = fuzz_uffd(s);
 		fds[1] = fuzz_fd(eventfd(0, EFD_CLOEXEC));
-		nfds = 2;
+		fds[2] = fuzz_state(s, 1);
+		nfds = 3;
 		break;
 	case FDS_READ_ONLY:
 		fds[0] = fuzz_uffd(s);
 		fds[1] = fuzz_read_only(s);
-		nfds = 2;
+		fds[2] = fuzz_state(s, 1);
+		nfds = 3;
 		break;
 	}
 	m->fds[0] = s->made[0] = fds[0];
 	m->fds[1] = s->made[1] = fds[1];
+	m->fds[2] = s->made[2] = fds[2];
 	m->nfds = nfds;
 }
 
@@ -628,7 +656,7 @@ fuzz_send(int sock, struct hpz_msg *m, const uint8_t *data, size_t n)
 		    strerror(errno));
 	for (i = 0; i < nsent; i++)
 		close(fds[i]);
-	m->fds[0] = m->fds[1] = -1;
+	m->fds[0] = m->fds[1] = m->fds[2] = -1;
 	m->nfds = 0;
 	return (nsent);
 }
@@ -728,7 +756,7 @@ fuzz_check_fds(struct fuzz_session *s)
 			continue;
 		owned = 0;
 		TAILQ_FOREACH(r, &s->c.regions, entry)
-			if (r->uffd == fd || r->fd == fd)
+			if (r->uffd == fd || r->fd == fd || r->sfd == fd)
 				owned = 1;
 		if (!owned && fuzz_fd_open(fd))
 			fuzz_fail("fd %d passed with the message is still "
@@ -781,7 +809,7 @@ fuzz_recv(struct fuzz_session *s)
 	if (mh.msg_flags & MSG_TRUNC)
 		fuzz_fail("reply longer than %d bytes", HPZ_MSG_MAX);
 	rep->len = (size_t)n;
-	rep->fds[0] = rep->fds[1] = -1;
+	rep->fds[0] = rep->fds[1] = rep->fds[2] = -1;
 	return (n);
 }
 
@@ -938,7 +966,7 @@ fuzz_loop(const uint8_t *data, size_t size, int mode)
 
 	memset(&s, 0, sizeof(s));
 	s.uffd = s.memfd = -1;
-	s.made[0] = s.made[1] = -1;
+	s.made[0] = s.made[1] = s.made[2] = -1;
 	memset(&limits, 0, sizeof(limits));
 	if (mode & FUZZ_LIMITS) {
 		limits.uid_clients = 1;
@@ -975,7 +1003,7 @@ fuzz_loop(const uint8_t *data, size_t size, int mode)
 		seq = m->len >= sizeof(m->u.hdr) ? m->u.hdr.seq : 0;
 		fuzz_attach(&s, m, (enum fuzz_fds)(word >> FUZZ_FDS_SHIFT));
 		fuzz_send(fd, m, data + off - n, n);
-		s.made[0] = s.made[1] = -1;
+		s.made[0] = s.made[1] = s.made[2] = -1;
 		fuzz_loop_once();
 		if (fuzz_loop_replies(&s, seq) > 1)
 			fuzz_fail("more than one reply to a request");
@@ -1018,7 +1046,7 @@ fuzz_session(const uint8_t *data, size_t size, int mode)
 
 	memset(&s, 0, sizeof(s));
 	s.uffd = s.memfd = -1;
-	s.made[0] = s.made[1] = -1;
+	s.made[0] = s.made[1] = s.made[2] = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    0, sp) == -1)
 		fuzz_fail("socketpair: %s", strerror(errno));

@@ -1,7 +1,7 @@
 #!/bin/bash
 # fuzz.sh - build tests/fuzz/fuzz-proto.c with clang's libFuzzer (plus ASan
 # and UBSan) against the daemon's sources and fuzz the protocol decoder and
-# the session dispatcher for HPZ_FUZZ_SECONDS (default 30), starting from a
+# the session dispatcher for HPZ_FUZZ_SECONDS (default 60), starting from a
 # copy of tests/fuzz/corpus.  Skips (77) without clang and libFuzzer.
 #
 # make check runs it with HPZ_SRCDIR and HPZ_BUILDDIR set; by hand:
@@ -21,7 +21,7 @@ set -u
 
 srcdir=${HPZ_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 builddir=${HPZ_BUILDDIR:-$PWD}
-seconds=${HPZ_FUZZ_SECONDS:-30}	# 0: only replay the corpus
+seconds=${HPZ_FUZZ_SECONDS:-60}	# 0: only replay the corpus
 out=$builddir/tests/fuzz
 bin=$out/fuzz-proto
 
@@ -58,7 +58,7 @@ srcs=()
 for f in "$srcdir"/daemon/*.c; do
 	[ "$(basename "$f")" = hpzerod.c ] || srcs+=("$f")
 done
-srcs+=("$srcdir/lib/proto.c" "$srcdir/lib/size.c")
+srcs+=("$srcdir/lib/proto.c" "$srcdir/lib/size.c" "$srcdir/lib/state.c")
 echo "fuzz: building $bin with $cc"
 if ! "$cc" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -g -O1 -pthread -include "$builddir/config.h" -I"$srcdir/lib" \

@@ -203,7 +203,8 @@ bad_register(int sock, struct hpz_region *r, int uffd, int fd,
     uint64_t page, uint64_t features, uint64_t ioctls, int error)
 {
 	struct hpz_msg_register	reg;
-	int			fds[2] = { uffd, fd };
+	int			fds[3] = { uffd, fd, itest_state_memfd(r->len /
+				    page) };
 
 	proto_init(&reg, HPZ_MSG_REGISTER, sizeof(reg), 9);
 	reg.addr = (uintptr_t)r->addr;
@@ -212,7 +213,8 @@ bad_register(int sock, struct hpz_region *r, int uffd, int fd,
 	reg.page_size = page;
 	reg.uffd_features = features;
 	reg.uffd_ioctls = ioctls;
-	bad_send_raw(sock, &reg, sizeof(reg), fds, 2);
+	bad_send_raw(sock, &reg, sizeof(reg), fds, 3);
+	close(fds[2]);
 	bad_expect(sock, error, 0);
 }
 

@@ -24,6 +24,7 @@
 #include <criterion/criterion.h>
 
 #include "itest.h"
+#include "hpz-state.h"
 
 /* --- helpers ------------------------------------------------------------ */
 
@@ -140,6 +141,19 @@ itest_status(void)
 	error = hpz_status(&st);
 	cr_assert_eq(error, 0, "hpz_status: %s", hpz_strerror(error));
 	return (st);
+}
+
+/* A fresh page-state memfd for npages pages, sealed as libhpz makes it. */
+int
+itest_state_memfd(uint64_t npages)
+{
+	int	fd;
+
+	fd = memfd_create("itest-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_geq(fd, 0, "memfd_create: %s", strerror(errno));
+	cr_assert_eq(ftruncate(fd, (off_t)HPZ_STATE_SIZE(npages)), 0);
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	return (fd);
 }
 
 int

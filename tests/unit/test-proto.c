@@ -53,7 +53,7 @@ make_valid(struct hpz_msg *m, uint16_t type)
 	size_t	len = proto_size(type);
 
 	memset(m, 0, sizeof(*m));
-	m->fds[0] = m->fds[1] = -1;
+	m->fds[0] = m->fds[1] = m->fds[2] = -1;
 	if (type == HPZ_MSG_REGISTER) {
 		make_register(&m->u.reg);
 		m->nfds = HPZ_REGISTER_NFDS;
@@ -342,10 +342,12 @@ Test(proto, wrong_fd_count)
 	expect_reject(&m, -EBADMSG, "register with 0 fds");
 	m.nfds = 1;
 	expect_reject(&m, -EBADMSG, "register with 1 fd");
-	m.nfds = 3;
-	expect_reject(&m, -EBADMSG, "register with 3 fds");
-	m.nfds = 2 + 64;	/* what a truncated control message reads as */
-	expect_reject(&m, -EBADMSG, "register with 66 fds");
+	m.nfds = 2;
+	expect_reject(&m, -EBADMSG, "register with 2 fds");
+	m.nfds = 4;
+	expect_reject(&m, -EBADMSG, "register with 4 fds");
+	m.nfds = 3 + 64;	/* what a truncated control message reads as */
+	expect_reject(&m, -EBADMSG, "register with 67 fds");
 
 	for (i = 1; i < NTYPES; i++) {
 		make_valid(&m, proto_types[i]);
@@ -601,7 +603,8 @@ Test(proto, roundtrip_register_with_fds)
 	struct hpz_msg_register	reg;
 	struct hpz_msg		m;
 	struct stat		st_mem, st_pipe, st;
-	int			sv[2], p[2], fds[2], mfd;
+	struct stat		st_state;
+	int			sv[2], p[2], fds[3], mfd, sfd;
 	ssize_t			n;
 
 	seqpacket_pair(sv);
@@ -609,11 +612,14 @@ Test(proto, roundtrip_register_with_fds)
 	mfd = memfd_create("test-proto", MFD_CLOEXEC);
 	cr_assert_geq(mfd, 0, "memfd_create: %s", strerror(errno));
 	cr_assert_eq(ftruncate(mfd, 8192), 0);
+	sfd = memfd_create("test-proto-state", MFD_CLOEXEC);
+	cr_assert_geq(sfd, 0, "memfd_create: %s", strerror(errno));
 	fds[0] = p[0];
 	fds[1] = mfd;
+	fds[2] = sfd;
 
 	make_register(&reg);
-	n = proto_send(sv[0], &reg, sizeof(reg), fds, 2);
+	n = proto_send(sv[0], &reg, sizeof(reg), fds, 3);
 	cr_assert_eq(n, (ssize_t)sizeof(reg), "proto_send: %zd (%s)", n,
 	    strerror(errno));
 	n = proto_recv(sv[1], &m);
@@ -621,7 +627,7 @@ Test(proto, roundtrip_register_with_fds)
 	    strerror(errno));
 	cr_assert_eq(m.len, sizeof(reg));
 	cr_assert_arr_eq(m.u.bytes, &reg, sizeof(reg));
-	cr_assert_eq(m.nfds, 2);
+	cr_assert_eq(m.nfds, 3);
 	expect_valid(&m, "received register");
 
 	/* New descriptors for the same files, in the order sent. */
@@ -636,14 +642,19 @@ Test(proto, roundtrip_register_with_fds)
 	cr_assert_eq(fstat(m.fds[1], &st), 0);
 	cr_assert_eq(st.st_ino, st_mem.st_ino);
 	cr_assert_eq(st.st_size, 8192);
+	cr_assert_eq(fstat(sfd, &st_state), 0);
+	cr_assert_eq(fstat(m.fds[2], &st), 0);
+	cr_assert_eq(st.st_ino, st_state.st_ino);
 	/* Received close-on-exec. */
 	cr_assert(fcntl(m.fds[0], F_GETFD) & FD_CLOEXEC);
 	cr_assert(fcntl(m.fds[1], F_GETFD) & FD_CLOEXEC);
+	cr_assert(fcntl(m.fds[2], F_GETFD) & FD_CLOEXEC);
 
 	proto_close_fds(&m);
 	close(p[0]);
 	close(p[1]);
 	close(mfd);
+	close(sfd);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -687,9 +698,10 @@ Test(proto, excess_fds_are_closed)
 	before = count_fds();
 	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(m.nfds, 5, "all fds counted");
-	cr_assert_eq(count_fds(), before + 2, "only two fds kept");
+	cr_assert_eq(count_fds(), before + 3, "only three fds kept");
 	cr_assert(fd_is_open(m.fds[0]));
 	cr_assert(fd_is_open(m.fds[1]));
+	cr_assert(fd_is_open(m.fds[2]));
 	expect_reject(&m, -EBADMSG, "register with 5 fds");
 	proto_close_fds(&m);
 	after = count_fds();

@@ -1,8 +1,15 @@
 /*
  * test-state.c - unit tests of the per-page state machine: what a fault
- * does in every state, claim/release/reset, and claims from many threads.
+ * does in every state, claim/release/reset, claims from many threads, and
+ * recovery from a server that died holding pages.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -296,4 +303,132 @@ Test(state, claims_are_exclusive)
 Test(state, claims_are_exclusive_under_resets)
 {
 	hammer_run(3, 1);
+}
+
+/*
+ * Crash recovery.  A server marks a page cleared before it maps it, so a
+ * page a dead server left busy is garbage only while it was never mapped.
+ */
+Test(recover, busy_garbage_stays_garbage)
+{
+	cr_assert_eq(state_recovered(PAGE_GARBAGE | PAGE_BUSY), PAGE_GARBAGE);
+}
+
+Test(recover, busy_cleared_counts_as_data)
+{
+	_Atomic uint8_t	page = PAGE_GARBAGE;
+	uint8_t		was;
+
+	cr_assert(state_claim(&page, &was));
+	state_mark_cleared(&page);
+	cr_assert_eq(atomic_load(&page), PAGE_ZEROED | PAGE_BUSY);
+	/* The server dies here, between the clear and the map. */
+	cr_assert_eq(state_recovered(atomic_load(&page)), PAGE_MAPPED);
+	cr_assert_eq(state_fault_action(state_recovered(atomic_load(&page)),
+	    FAULT_MINOR), ACTION_MAP, "a recovered page must not be cleared");
+}
+
+Test(recover, reset_while_busy_is_garbage)
+{
+	_Atomic uint8_t	page = PAGE_MAPPED;
+	uint8_t		was;
+
+	cr_assert(state_claim(&page, &was));
+	state_reset(&page);
+	state_mark_cleared(&page);
+	cr_assert(atomic_load(&page) & PAGE_RESET, "mark_cleared lost a reset");
+	cr_assert_eq(state_recovered(atomic_load(&page)), PAGE_GARBAGE);
+}
+
+Test(recover, data_states_are_kept)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(data_states); i++) {
+		cr_expect_eq(state_recovered(data_states[i]), data_states[i]);
+		if (data_states[i] != PAGE_ZEROED)
+			cr_expect_eq(state_recovered(data_states[i] |
+			    PAGE_BUSY), data_states[i], "%s|BUSY",
+			    state_name(data_states[i]));
+	}
+	cr_expect_eq(state_recovered(PAGE_GARBAGE), PAGE_GARBAGE);
+}
+
+Test(recover, whole_array)
+{
+	_Atomic uint8_t	pages[6];
+	uint8_t		in[6] = { PAGE_KEEP, PAGE_GARBAGE | PAGE_BUSY,
+			    PAGE_ZEROED | PAGE_BUSY, PAGE_MAPPED,
+			    PAGE_MAPPED | PAGE_BUSY | PAGE_RESET | PAGE_GARBAGE,
+			    PAGE_GARBAGE };
+	uint8_t		out[6] = { PAGE_KEEP, PAGE_GARBAGE, PAGE_MAPPED,
+			    PAGE_MAPPED, PAGE_GARBAGE, PAGE_GARBAGE };
+	size_t		i;
+
+	for (i = 0; i < 6; i++)
+		atomic_init(&pages[i], in[i]);
+	cr_assert_eq(state_recover(pages, 6), 3);
+	for (i = 0; i < 6; i++)
+		cr_expect_eq(atomic_load(&pages[i]), out[i], "page %zu", i);
+}
+
+/* The server lock: one holder; it goes when the holder's fd closes. */
+Test(recover, server_lock_is_exclusive)
+{
+	int	mfd, a, b, status;
+	pid_t	pid;
+
+	mfd = memfd_create("test-state", MFD_CLOEXEC);
+	cr_assert_geq(mfd, 0);
+	cr_assert_eq(ftruncate(mfd, HPZ_STATE_SIZE(16)), 0);
+	a = state_lock_server(mfd, 0);
+	cr_assert_geq(a, 0, "first lock: %s", strerror(-a));
+	b = state_lock_server(mfd, 50);
+	cr_assert_eq(b, -EAGAIN, "second lock in the same process: %d", b);
+	/* Another process cannot take it either, until we drop it. */
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(state_lock_server(mfd, 0) == -EAGAIN ? 0 : 1);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "a second process took a held lock");
+	close(a);
+	b = state_lock_server(mfd, 0);
+	cr_assert_geq(b, 0, "lock not free after close: %s", strerror(-b));
+	close(b);
+	close(mfd);
+}
+
+/* A holder that dies drops the lock: its successor may recover. */
+Test(recover, server_lock_dies_with_holder)
+{
+	int	mfd, b, pfd[2], status;
+	char	c;
+	pid_t	pid;
+
+	mfd = memfd_create("test-state", MFD_CLOEXEC);
+	cr_assert_geq(mfd, 0);
+	cr_assert_eq(ftruncate(mfd, HPZ_STATE_SIZE(16)), 0);
+	cr_assert_eq(pipe(pfd), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		if (state_lock_server(mfd, 0) < 0)
+			_exit(1);
+		(void)write(pfd[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(pfd[0], &c, 1), 1);
+	cr_assert_eq(state_lock_server(mfd, 0), -EAGAIN);
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	b = state_lock_server(mfd, 1000);
+	cr_assert_geq(b, 0, "lock of a killed holder not free: %s",
+	    strerror(-b));
+	close(b);
+	close(mfd);
+	close(pfd[0]);
+	close(pfd[1]);
 }
