@@ -1,0 +1,358 @@
+/*
+ * itest-fdstore.c - a daemon killed with SIGKILL comes back with its regions
+ * from the fd store.  The test plays systemd's part: it is the notify
+ * socket, keeps the descriptors sent with FDSTORE=1 under their FDNAME,
+ * forgets them on FDSTOREREMOVE, and starts the next daemon with them as
+ * LISTEN_FDS/LISTEN_FDNAMES.  (tests/systemd/nspawn.sh does the same
+ * under a real systemd.)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+
+#include "itest.h"
+
+#define FS_MAX		32
+#define FS_PAGES	8
+#define FS_PAGE		(2 * MiB)
+
+struct fs_entry {
+	char	name[64];
+	int	fd;
+};
+
+struct fs {
+	char		dir[64];
+	char		sock[96];
+	char		notify[96];
+	int		nfd;
+	pid_t		pid;
+	struct fs_entry	e[FS_MAX];
+	int		n;
+	int		ready;
+};
+
+static const char *
+fs_daemon(void)
+{
+	static char	path[512];
+	const char	*dir = getenv("HPZ_BUILDDIR");
+
+	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
+	snprintf(path, sizeof(path), "%s/daemon/hpzerod", dir);
+	return (path);
+}
+
+static void
+fs_remove(struct fs *s, const char *name)
+{
+	int	i;
+
+	for (i = 0; i < s->n; i++) {
+		if (strcmp(s->e[i].name, name) != 0)
+			continue;
+		close(s->e[i].fd);
+		s->e[i] = s->e[--s->n];
+		i--;
+	}
+}
+
+/* Take one notify datagram, acting on FDSTORE/FDSTOREREMOVE/READY. */
+static int
+fs_recv(struct fs *s, int timeout_ms)
+{
+	struct pollfd	 pfd = { .fd = s->nfd, .events = POLLIN };
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 8)];
+	}		 cm;
+	char		 buf[1024], name[64], *p;
+	int		 fds[8], nfds = 0, i, store, rm;
+	ssize_t		 n;
+
+	if (poll(&pfd, 1, timeout_ms) != 1)
+		return (0);
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf) - 1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	n = recvmsg(s->nfd, &mh, MSG_CMSG_CLOEXEC);
+	if (n <= 0)
+		return (0);
+	buf[n] = '\0';
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+			for (i = 0; i < (int)((c->cmsg_len - CMSG_LEN(0)) /
+			    sizeof(int)) && nfds < 8; i++)
+				memcpy(&fds[nfds++], CMSG_DATA(c) +
+				    i * sizeof(int), sizeof(int));
+	store = strstr(buf, "FDSTORE=1") != NULL;
+	rm = strstr(buf, "FDSTOREREMOVE=1") != NULL;
+	name[0] = '\0';
+	if ((p = strstr(buf, "FDNAME=")) != NULL)
+		sscanf(p + 7, "%63[^\n]", name);
+	if (strstr(buf, "READY=1") != NULL)
+		s->ready = 1;
+	for (i = 0; i < nfds; i++) {
+		if (store && !rm && s->n < FS_MAX) {
+			snprintf(s->e[s->n].name, sizeof(s->e[0].name), "%s",
+			    name);
+			s->e[s->n++].fd = fds[i];
+		} else
+			close(fds[i]);
+	}
+	if (rm)
+		fs_remove(s, name);
+	return (1);
+}
+
+/* Take datagrams until the store holds want fds (or time runs out). */
+static void
+fs_until(struct fs *s, int want, int ready)
+{
+	struct timespec	t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		if (s->n == want && (!ready || s->ready))
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 20)
+			return;
+		fs_recv(s, 200);
+	}
+}
+
+/* Start hpzerod with the stored fds passed as systemd passes them. */
+static void
+fs_start(struct fs *s)
+{
+	char	names[FS_MAX * 64], num[32];
+	int	i, fd;
+
+	s->ready = 0;
+	s->pid = fork();
+	cr_assert_geq(s->pid, 0);
+	if (s->pid != 0)
+		return;
+	/* Out of the way of 3.., then into place. */
+	for (i = 0; i < s->n; i++)
+		if ((s->e[i].fd = fcntl(s->e[i].fd, F_DUPFD, 100)) == -1)
+			_exit(120);
+	names[0] = '\0';
+	for (i = 0; i < s->n; i++) {
+		if ((fd = dup2(s->e[i].fd, 3 + i)) != 3 + i)
+			_exit(121);
+		fcntl(fd, F_SETFD, 0);
+		if (i > 0)
+			strcat(names, ":");
+		strcat(names, s->e[i].name);
+	}
+	if (s->n > 0) {
+		snprintf(num, sizeof(num), "%d", (int)getpid());
+		setenv("LISTEN_PID", num, 1);
+		snprintf(num, sizeof(num), "%d", s->n);
+		setenv("LISTEN_FDS", num, 1);
+		setenv("LISTEN_FDNAMES", names, 1);
+	}
+	setenv("NOTIFY_SOCKET", s->notify, 1);
+	execl(fs_daemon(), "hpzerod", "--workers", "2", "--socket", s->sock,
+	    (char *)NULL);
+	_exit(122);
+}
+
+static void
+fs_setup(struct fs *s)
+{
+	struct sockaddr_un	sun;
+
+	memset(s, 0, sizeof(*s));
+	strcpy(s->dir, "/tmp/hpz-fs.XXXXXX");
+	cr_assert_not_null(mkdtemp(s->dir));
+	snprintf(s->sock, sizeof(s->sock), "%s/hpzerod.sock", s->dir);
+	snprintf(s->notify, sizeof(s->notify), "%s/notify", s->dir);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", s->notify);
+	s->nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(s->nfd, 0);
+	cr_assert_eq(bind(s->nfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+}
+
+static void
+fs_teardown(struct fs *s)
+{
+	int	status;
+
+	if (s->pid > 0) {
+		kill(s->pid, SIGTERM);
+		waitpid(s->pid, &status, 0);
+	}
+	while (s->n > 0)
+		fs_remove(s, s->e[0].name);
+	close(s->nfd);
+	unlink(s->notify);
+	unlink(s->sock);
+	rmdir(s->dir);
+}
+
+/* The client's pattern for page i. */
+static unsigned char
+fs_byte(int i)
+{
+	return ((unsigned char)(0x51 + i));
+}
+
+/*
+ * The client: half its pages data, half reset to garbage.  Tells the
+ * parent (byte on wfd) when set up, waits for the go (byte on rfd), then
+ * touches every page: garbage must read zero, data must be intact.  Exit
+ * status: 0 right, 1 a stale byte, 2 lost data, 3 set-up failed.
+ */
+static int
+fs_client(int wfd, int rfd)
+{
+	struct hpz_region	r, half;
+	struct timespec		t0, t1;
+	char			c;
+	size_t			first;
+	double			ms, max = 0;
+	int			i;
+
+	if (hpz_region_create(&r, FS_PAGES * FS_PAGE, HPZ_PAGE_2M) != 0 ||
+	    hpz_register(&r) != 0) {
+		fprintf(stderr, "fdstore client: %s\n", hpz_last_error());
+		return (3);
+	}
+	for (i = 0; i < FS_PAGES; i++)
+		memset((char *)r.addr + (size_t)i * FS_PAGE, fs_byte(i),
+		    FS_PAGE);
+	half = r;
+	half.addr = (char *)r.addr + (FS_PAGES / 2) * FS_PAGE;
+	half.len = (FS_PAGES / 2) * FS_PAGE;
+	if (hpz_reset(&half) != 0) {
+		fprintf(stderr, "fdstore client: reset: %s\n",
+		    hpz_last_error());
+		return (3);
+	}
+	(void)write(wfd, "r", 1);
+	if (read(rfd, &c, 1) != 1)
+		return (3);
+	for (i = 0; i < FS_PAGES; i++) {
+		char	*p = (char *)r.addr + (size_t)i * FS_PAGE;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		(void)*(volatile char *)p;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		if (ms > max)
+			max = ms;
+		if (i >= FS_PAGES / 2 &&
+		    itest_count_nonzero(p, FS_PAGE, &first) != 0) {
+			fprintf(stderr, "fdstore client: page %d: stale byte "
+			    "at %zu\n", i, first);
+			return (1);
+		}
+		if (i < FS_PAGES / 2 &&
+		    itest_count_not(p, FS_PAGE, fs_byte(i), &first) != 0) {
+			fprintf(stderr, "fdstore client: page %d: data lost "
+			    "at %zu\n", i, first);
+			return (2);
+		}
+	}
+	printf("fdstore: after SIGKILL and restart, the slowest first touch "
+	    "took %.2f ms\n", max);
+	fflush(stdout);
+	return (0);
+}
+
+Test(fdstore, sigkill_and_restart_takes_regions_back, .timeout = 120)
+{
+	struct fs		 s;
+	struct hpz_region_info	 info[4];
+	size_t			 count = 0;
+	char			 c, names[4];
+	int			 up[2], go[2], i, status, nkinds;
+	pid_t			 client;
+
+	itest_need_pages(2048, FS_PAGES);
+	fs_setup(&s);
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready, "the first daemon sent no READY=1");
+
+	cr_assert_eq(pipe(up), 0);
+	cr_assert_eq(pipe(go), 0);
+	client = fork();
+	cr_assert_geq(client, 0);
+	if (client == 0) {
+		setenv("HPZ_SOCKET", s.sock, 1);
+		/* Nothing but the fd store may rescue this client. */
+		setenv("HPZ_FALLBACK_MS", "600000", 1);
+		_exit(fs_client(up[1], go[0]));
+	}
+	cr_assert_eq(read(up[0], &c, 1), 1, "the client did not set up");
+
+	/* One region: its uffd, file, state and pidfd are in the store. */
+	fs_until(&s, 4, 0);
+	cr_assert_eq(s.n, 4, "%d fds in the store, expected 4", s.n);
+	nkinds = 0;
+	for (i = 0; i < s.n; i++) {
+		names[i] = s.e[i].name[strlen(s.e[i].name) - 1];
+		cr_assert(strncmp(s.e[i].name, "hpz-r", 5) == 0, "name %s",
+		    s.e[i].name);
+		nkinds += strchr("ufsp", names[i]) != NULL;
+	}
+	cr_assert_eq(nkinds, 4);
+
+	kill(s.pid, SIGKILL);
+	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	s.pid = 0;
+
+	fs_start(&s);
+	fs_until(&s, 4, 1);
+	cr_assert(s.ready, "the restarted daemon sent no READY=1");
+	setenv("HPZ_SOCKET", s.sock, 1);
+	cr_assert_eq(hpz_list_regions(info, 4, &count), 0, "%s",
+	    hpz_last_error());
+	cr_assert_eq(count, 1, "the restarted daemon has %zu regions", count);
+	cr_assert_eq(info[0].len, FS_PAGES * FS_PAGE);
+
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	cr_assert_eq(waitpid(client, &status, 0), client);
+	cr_assert(WIFEXITED(status), "client status 0x%x", status);
+	cr_assert_eq(WEXITSTATUS(status), 0, "client: %s",
+	    WEXITSTATUS(status) == 1 ? "a stale byte" : WEXITSTATUS(status) ==
+	    2 ? "data lost" : "set-up failed");
+
+	/* The client is gone: the daemon empties the store. */
+	fs_until(&s, 0, 0);
+	cr_assert_eq(s.n, 0, "%d fds left in the store after the client "
+	    "exited", s.n);
+	cr_assert_eq(hpz_list_regions(info, 4, &count), 0);
+	cr_assert_eq(count, 0, "region still listed after its client exited");
+	close(up[0]);
+	close(up[1]);
+	close(go[0]);
+	close(go[1]);
+	fs_teardown(&s);
+}
