@@ -1,0 +1,167 @@
+#!/bin/bash
+# soak.sh - the bounded soak test: client processes (soak.c) work on
+# their regions while hpzerod is killed (SIGKILL, at times SIGTERM or
+# SIGABRT) every 1-4 s and started again after a short pause, at times a
+# pause longer than libhpz's fallback delay.
+#
+# HPZ_SOAK_SECONDS (60), HPZ_SOAK_PROCS (8), HPZ_SOAK_KILLS (1; 0 runs
+# without kills), HPZ_SOAK_SEED, HPZ_FALLBACK_MS (500 here: libhpz serves
+# faults itself after that long without a daemon), HPZ_SOAK_KEEP=1 keeps
+# the daemon logs.  Exit 77 (skip) when the machine cannot run it.
+set -u
+: "${HPZ_BUILDDIR:?run from make check}"
+B=$HPZ_BUILDDIR
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: the soak test needs root (huge page pool, userfaultfd)"
+	exit 77
+fi
+
+seconds=${HPZ_SOAK_SECONDS:-60}
+procs=${HPZ_SOAK_PROCS:-8}
+huge=${HPZ_SOAK_HUGE:-16}
+kills=${HPZ_SOAK_KILLS:-1}
+export HPZ_SOAK_SECONDS=$seconds HPZ_SOAK_PROCS=$procs HPZ_SOAK_HUGE=$huge
+export HPZ_FALLBACK_MS=${HPZ_FALLBACK_MS:-500}
+
+NR=/proc/sys/vm/nr_hugepages
+FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+old_nr=$(cat $NR)
+dir=$(mktemp -d /tmp/hpz-soak.XXXXXX)
+dpid=
+spid=
+cleanup() {
+	[ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null
+	[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null &&
+	    wait "$dpid" 2>/dev/null
+	echo "$old_nr" > "$NR"
+	if [ "${HPZ_SOAK_KEEP:-0}" = 1 ]; then
+		echo "soak: logs kept in $dir"
+	else
+		rm -rf "$dir"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Every process may map $huge pages at once; the rest is for the pool's
+# other users, who keep what they had.
+need=$((procs * huge + 16))
+echo $((old_nr + need)) > $NR
+if [ "$(cat $FREE)" -lt "$need" ]; then
+	echo "SKIP: could not reserve $need huge pages of 2 MiB" \
+	    "(free $(cat $FREE))"
+	exit 77
+fi
+# SIGABRT must not leave core files behind.
+ulimit -c 0
+
+sock=$dir/hpzerod.sock
+export HPZ_SOCKET=$sock HPZ_SOAK_COUNTS=$dir/counts
+lives=0
+bad=0
+
+# Start a daemon and wait until it says it serves (a killed one's socket
+# file may still be there).
+start_daemon() {
+	lives=$((lives + 1))
+	"$B/daemon/hpzerod" --socket "$sock" --workers 2 \
+	    2>"$dir/hpzerod.$lives.log" &
+	dpid=$!
+	for _ in $(seq 400); do
+		grep -q ' ready: ' "$dir/hpzerod.$lives.log" && return 0
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.025
+	done
+	echo "soak: hpzerod did not start:"
+	cat "$dir/hpzerod.$lives.log"
+	return 1
+}
+
+# Sleep $1 milliseconds, or less if the clients are done.
+nap() {
+	local left=$1
+	while [ "$left" -gt 0 ] && kill -0 "$spid" 2>/dev/null; do
+		if [ "$left" -ge 100 ]; then
+			sleep 0.1; left=$((left - 100))
+		else
+			sleep "0.$(printf %03d "$left")"; left=0
+		fi
+	done
+}
+
+start_daemon || exit 1
+"$B/tests/soak/soak" &
+spid=$!
+
+nkill=0 nterm=0 nabrt=0 restarts=0 long=0
+if [ "$kills" != 0 ]; then
+	while kill -0 "$spid" 2>/dev/null; do
+		nap $((1000 + RANDOM % 3001))
+		kill -0 "$spid" 2>/dev/null || break
+		r=$((RANDOM % 10))
+		if [ $r -lt 7 ]; then
+			sig=KILL; nkill=$((nkill + 1))
+		elif [ $r -lt 9 ]; then
+			sig=TERM; nterm=$((nterm + 1))
+		else
+			sig=ABRT; nabrt=$((nabrt + 1))
+		fi
+		kill -$sig "$dpid"
+		wait "$dpid" 2>/dev/null
+		st=$?
+		# SIGTERM is the clean stop: it must exit 0.
+		if [ $sig = TERM ] && [ $st != 0 ]; then
+			echo "soak: VIOLATION hpzerod exited with" \
+			    "status $st on SIGTERM"
+			bad=1
+		fi
+		dpid=
+		if [ $((RANDOM % 4)) = 0 ]; then
+			# Longer than the fallback delay: libhpz serves alone.
+			long=$((long + 1))
+			nap $((HPZ_FALLBACK_MS + 200 + RANDOM % 800))
+		else
+			nap $((RANDOM % 501))
+		fi
+		start_daemon || { bad=1; break; }
+		restarts=$((restarts + 1))
+	done
+fi
+wait "$spid"
+src=$?
+spid=
+[ $src != 0 ] && bad=1
+
+if [ -n "$dpid" ]; then
+	if ! kill -0 "$dpid" 2>/dev/null; then
+		echo "soak: VIOLATION hpzerod died by itself"; bad=1
+	fi
+	kill -TERM "$dpid" 2>/dev/null
+	wait "$dpid"
+	st=$?
+	dpid=
+	if [ $st != 0 ]; then
+		echo "soak: VIOLATION hpzerod exited with status $st" \
+		    "on the final SIGTERM"
+		bad=1
+	fi
+fi
+if grep -lE 'Sanitizer|runtime error' "$dir"/hpzerod.*.log >/dev/null 2>&1; then
+	echo "soak: VIOLATION sanitizer report from hpzerod:"
+	grep -h -A30 -E 'Sanitizer|runtime error' "$dir"/hpzerod.*.log |
+	    head -80
+	bad=1
+fi
+echo "--- hpzerod warnings and errors, all lives (count, message) ---"
+cat "$dir"/hpzerod.*.log | grep -E '^<[0-4]>' |
+    sed -E 's/client [0-9]+ \(pid [0-9]+/client N (pid P/' |
+    sed -E 's/0x[0-9a-f]+/0x.../g' |
+    sort | uniq -c | sort -rn | head -20
+
+counts=$(cat "$dir/counts" 2>/dev/null || echo "no client counts")
+echo "soak: $counts daemon_kills=KILL:$nkill,TERM:$nterm,ABRT:$nabrt" \
+    "restarts=$restarts long_pauses=$long fallback_ms=$HPZ_FALLBACK_MS" \
+    "result=$([ $bad = 0 ] && echo pass || echo FAIL)"
+[ $src = 77 ] && [ $bad = 0 ] && exit 77
+exit $bad
