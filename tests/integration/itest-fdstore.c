@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -153,6 +154,8 @@ fs_start(struct fs *s)
 	cr_assert_geq(s->pid, 0);
 	if (s->pid != 0)
 		return;
+	/* A failed assertion ends the test process: the daemon with it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* Out of the way of 3.., then into place. */
 	for (i = 0; i < s->n; i++)
 		if ((s->e[i].fd = fcntl(s->e[i].fd, F_DUPFD, 100)) == -1)
@@ -237,8 +240,11 @@ fs_client(int wfd, int rfd)
 	double			ms, max = 0;
 	int			i;
 
-	if (hpz_region_create(&r, FS_PAGES * FS_PAGE, HPZ_PAGE_2M) != 0 ||
-	    hpz_register(&r) != 0) {
+	if (hpz_region_create(&r, FS_PAGES * FS_PAGE, HPZ_PAGE_2M) != 0)
+		return (3);
+	/* Garbage stays garbage until a fault: the new daemon must clear. */
+	r.flags |= HPZ_NO_SCRUB;
+	if (hpz_register(&r) != 0) {
 		fprintf(stderr, "fdstore client: %s\n", hpz_last_error());
 		return (3);
 	}
@@ -305,6 +311,7 @@ Test(fdstore, sigkill_and_restart_takes_regions_back, .timeout = 120)
 	client = fork();
 	cr_assert_geq(client, 0);
 	if (client == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setenv("HPZ_SOCKET", s.sock, 1);
 		/* Nothing but the fd store may rescue this client. */
 		setenv("HPZ_FALLBACK_MS", "600000", 1);
@@ -354,5 +361,96 @@ Test(fdstore, sigkill_and_restart_takes_regions_back, .timeout = 120)
 	close(up[1]);
 	close(go[0]);
 	close(go[1]);
+	fs_teardown(&s);
+}
+
+/*
+ * A client that exits while no daemon runs: the next daemon finds its
+ * pidfd dead, drops the garbage pages from the file (a later user of the
+ * file must not read them) and empties the store.
+ */
+Test(fdstore, client_gone_while_daemon_down, .timeout = 120)
+{
+	struct fs		 s;
+	struct hpz_region_info	 info[4];
+	struct hpz_region	 r, half;
+	size_t			 count = 9, first;
+	char			 c;
+	int			 up[2], fd, status, i;
+	pid_t			 client;
+	void			*map;
+
+	itest_need_pages(2048, FS_PAGES);
+	/* A file that outlives both: we hold it. */
+	fd = memfd_create("hpz-fs", MFD_CLOEXEC | MFD_HUGETLB);
+	cr_assert_geq(fd, 0, "memfd_create: %s", strerror(errno));
+	cr_assert_eq(ftruncate(fd, FS_PAGES * FS_PAGE), 0);
+	fs_setup(&s);
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready);
+
+	cr_assert_eq(pipe(up), 0);
+	client = fork();
+	cr_assert_geq(client, 0);
+	if (client == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("HPZ_SOCKET", s.sock, 1);
+		setenv("HPZ_FALLBACK_MS", "600000", 1);
+		memset(&r, 0, sizeof(r));
+		r.len = FS_PAGES * FS_PAGE;
+		r.fd = fd;
+		r.flags = HPZ_NO_SCRUB;	/* the garbage is still there */
+		r.addr = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, 0);
+		if (r.addr == MAP_FAILED || hpz_register(&r) != 0)
+			_exit(3);
+		for (i = 0; i < FS_PAGES; i++)
+			memset((char *)r.addr + (size_t)i * FS_PAGE,
+			    fs_byte(i), FS_PAGE);
+		half = r;
+		half.addr = (char *)r.addr + (FS_PAGES / 2) * FS_PAGE;
+		half.len = (FS_PAGES / 2) * FS_PAGE;
+		if (hpz_reset(&half) != 0)
+			_exit(3);
+		(void)write(up[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(up[0], &c, 1), 1, "the client did not set up");
+	fs_until(&s, 4, 0);
+	cr_assert_eq(s.n, 4);
+
+	/* Daemon and client die; the file (and its garbage) stays. */
+	kill(s.pid, SIGKILL);
+	waitpid(s.pid, &status, 0);
+	kill(client, SIGKILL);
+	waitpid(client, &status, 0);
+
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready, "the restarted daemon sent no READY=1");
+	cr_assert_eq(s.n, 0, "%d fds left in the store", s.n);
+	setenv("HPZ_SOCKET", s.sock, 1);
+	cr_assert_eq(hpz_list_regions(info, 4, &count), 0);
+	cr_assert_eq(count, 0);
+
+	/* Whoever maps the file now sees data or zeros, never garbage. */
+	map = mmap(NULL, FS_PAGES * FS_PAGE, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(map, MAP_FAILED);
+	for (i = 0; i < FS_PAGES; i++) {
+		char	*p = (char *)map + (size_t)i * FS_PAGE;
+
+		if (i < FS_PAGES / 2)
+			cr_assert_eq(itest_count_not(p, FS_PAGE, fs_byte(i),
+			    &first), 0, "page %d: data lost at %zu", i, first);
+		else
+			cr_assert_eq(itest_count_nonzero(p, FS_PAGE, &first),
+			    0, "page %d: garbage left at %zu", i, first);
+	}
+	munmap(map, FS_PAGES * FS_PAGE);
+	close(fd);
+	close(up[0]);
+	close(up[1]);
 	fs_teardown(&s);
 }
