@@ -59,7 +59,8 @@ control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes)
 	TAILQ_FOREACH(c, &control_clients, entry) {
 		if (c->uid != uid)
 			continue;
-		(*clients)++;
+		if (!c->orphan)		/* not a connection */
+			(*clients)++;
 		TAILQ_FOREACH(r, &c->regions, entry) {
 			(*regions)++;
 			*bytes += r->len;
