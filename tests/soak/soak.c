@@ -772,6 +772,7 @@ int
 main(void)
 {
 	pid_t		 pids[SOAK_MAXPROCS];
+	int		 hung[SOAK_MAXPROCS] = { 0 };
 	struct dfaults	 df = { 0 };
 	struct cstats	 tot;
 	const char	*cf;
@@ -821,7 +822,8 @@ main(void)
 				continue;
 			dt = __atomic_load_n(&stats[i].busy_since,
 			    __ATOMIC_ACQUIRE);
-			if (dt != 0 && t > dt && t - dt > hang_ns) {
+			if (dt != 0 && t > dt && t - dt > hang_ns &&
+			    !hung[i]) {
 				fprintf(stderr, "soak: VIOLATION proc %d (pid "
 				    "%d) blocked %.1f s in %s of region %lu "
 				    "page %llu: nobody serves it\n", i,
@@ -831,10 +833,12 @@ main(void)
 				    (unsigned long long)stats[i].busy_page);
 				stats[i].violations++;
 				failed = 1;
+				hung[i] = 1;
 				kill(pids[i], SIGKILL);
 			}
 			if (waitpid(pids[i], &status, WNOHANG) != pids[i])
 				continue;
+			hung[i] = 0;
 			if (WIFEXITED(status) && WEXITSTATUS(status) == 3 &&
 			    now_ns() < *stop_ns) {
 				pids[i] = spawn(i);
@@ -843,7 +847,8 @@ main(void)
 			if (WIFSIGNALED(status) ||
 			    (WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
 			    WEXITSTATUS(status) != 3)) {
-				if (WIFSIGNALED(status))
+				if (WIFSIGNALED(status) &&
+				    WTERMSIG(status) != SIGKILL)
 					fprintf(stderr, "soak: proc %d died of "
 					    "signal %d\n", i, WTERMSIG(status));
 				failed = 1;

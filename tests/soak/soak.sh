@@ -69,7 +69,7 @@ start_daemon() {
 	    2>"$dir/hpzerod.$lives.log" &
 	dpid=$!
 	for _ in $(seq 400); do
-		grep -q ' ready: ' "$dir/hpzerod.$lives.log" && return 0
+		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
 		kill -0 "$dpid" 2>/dev/null || break
 		sleep 0.025
 	done
