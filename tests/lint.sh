@@ -4,7 +4,8 @@
 # (mandoc -Tlint) and the generated systemd units (systemd-analyze verify).
 #
 # Run by `make check` with HPZ_SRCDIR (the source tree) and HPZ_BUILDDIR
-# (the build tree, holding systemd/hpzerod.service and .socket).  Every
+# (the build tree, holding systemd/hpzerod.service and .socket, and
+# systemd/sysusers.d/hpzerod.conf, which makes group hpz).  Every
 # check prints one line.  Exit status: 0 all passed; 1 something failed;
 # 77 (automake's SKIP) nothing failed but a part was skipped because its
 # tool is missing.
@@ -165,12 +166,41 @@ lint_verify() {
 	fi
 }
 
+# The sysusers.d file must parse: systemd-sysusers, dry run, against an
+# empty root.  (systemd-analyze verify needs no group hpz: SocketGroup= is
+# only looked up when the socket is made.)
+lint_sysusers() {
+	local f out
+
+	f=$(cd "$builddir" 2>/dev/null && pwd)/systemd/sysusers.d/hpzerod.conf
+	if ! command -v systemd-sysusers >/dev/null 2>&1; then
+		skip "sysusers.d: systemd-sysusers is not installed"
+		return
+	fi
+	if [ ! -f "$f" ]; then
+		f=$(cd "$srcdir" && pwd)/systemd/hpzerod.sysusers.in
+		echo "note sysusers.d/hpzerod.conf: not generated in $builddir," \
+		    "checking hpzerod.sysusers.in"
+	fi
+	mkdir -p "$tmp/sysroot/etc" || return
+	out=$(SYSTEMD_LOG_COLOR=0 systemd-sysusers --dry-run \
+	    --root="$tmp/sysroot" "$f" 2>&1)
+	if [ $? -eq 0 ] && printf '%s\n' "$out" | grep -q "group 'hpz'" &&
+	    ! printf '%s\n' "$out" | grep -qi 'fail\|ignor\|unknown\|invalid'
+	then
+		pass "systemd-sysusers --dry-run: group hpz"
+	else
+		fail "systemd-sysusers --dry-run: sysusers.d/hpzerod.conf" "$out"
+	fi
+}
+
 lint_man
 if stage_units; then
 	lint_substituted
 	lint_doc_links
 	lint_verify
 fi
+lint_sysusers
 
 echo "lint: $passed passed, $failed failed"
 if [ "$failed" -ne 0 ]; then

@@ -32,7 +32,7 @@ step() { printf '\n==> %s\n' "$*"; }
 # Debian packages: toolchain and the libraries hpzerod uses.
 pkgs="build-essential autoconf automake libtool pkg-config libevent-dev
 libnuma-dev libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev mandoc
-systemd clang libclang-rt-14-dev qemu-system-x86"
+systemd systemd-container clang libclang-rt-14-dev qemu-system-x86"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
@@ -73,7 +73,8 @@ check() {
 	step "running the test suite in $dir (make check)"
 	make -s -j"$(nproc)" check || rc=$?
 	step "results in $dir"
-	for log in tests/unit/*.log tests/integration/*.log tests/*.log; do
+	for log in tests/unit/*.log tests/integration/*.log tests/systemd/*.log \
+	    tests/*.log; do
 		[ -f "$log" ] || continue
 		echo "--- ${log%.log}"
 		if grep -q 'Synthesis:' "$log"; then
