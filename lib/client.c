@@ -1,6 +1,7 @@
 /*
  * client.c - libhpz requests: the userfaultfd handshake in the caller,
- * fd passing to hpzerod, replies and errors.
+ * fd passing to hpzerod, replies and errors.  What happens while hpzerod
+ * is away (reconnecting, serving faults ourselves) is in guard.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,27 +27,20 @@
 #include "hpz-state.h"
 
 #define LIB_REPLY_TIMEOUT_MS	60000
+/* How often a request waiting for the daemon (or the fallback) looks. */
+#define LIB_WAIT_STEP_MS	100
 
 /* What we ask of UFFDIO_API, as far as the kernel offers it. */
 #define LIB_UFFD_WANT	(UFFD_FEATURE_MISSING_HUGETLBFS | \
 	UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM | \
 	UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_THREAD_ID)
 
-/* A region this process registered. */
-struct lib_region {
-	struct lib_region	*next;
-	uintptr_t		 addr;
-	size_t			 len;
-	int			 uffd;
-	int			 sfd;		/* page-state memfd (hpz-state.h) */
-	int			 fd;		/* our copy of the backing file */
-};
-
-static pthread_mutex_t	 lib_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The connection and its requests; before lib_rlock when both are held. */
+pthread_mutex_t		 lib_lock = PTHREAD_MUTEX_INITIALIZER;
+struct lib_region	*lib_regions;
 static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
 static int		 lib_sock = -1;
 static uint32_t		 lib_seq;
-static struct lib_region *lib_regions;
 static __thread char	 lib_error[HPZ_REPLY_TEXT + 64];
 
 /* Record this thread's reason for a failure; returns error. */
@@ -103,9 +97,11 @@ hpz_strerror(int err)
 	return (s != NULL ? s : "unknown error");
 }
 
-static void
+void
 lib_region_free(struct lib_region *lr)
 {
+	if (lr->smap != NULL)
+		munmap(lr->smap, HPZ_STATE_SIZE(lr->npages));
 	if (lr->uffd >= 0)
 		close(lr->uffd);
 	if (lr->sfd >= 0)
@@ -149,9 +145,12 @@ lib_atfork_child(void)
 	if (lib_sock != -1)
 		close(lib_sock);
 	lib_sock = -1;
+	/* No guard thread here; its fds (and any server lock) must go. */
+	lib_guard_fork_child();
 	for (lr = lib_regions; lr != NULL; lr = next) {
 		next = lr->next;
-		/* MADV_DONTFORK kept the ranges out of the child. */
+		/* MADV_DONTFORK kept the ranges (and our maps) out of it. */
+		lr->smap = NULL;
 		lib_region_free(lr);
 	}
 	lib_regions = NULL;
@@ -172,7 +171,7 @@ lib_socket_path(void)
 }
 
 /* Connect if we are not connected (lock held). */
-static int
+int
 lib_connect(void)
 {
 	struct sockaddr_un	 sun;
@@ -197,14 +196,19 @@ lib_connect(void)
 		    path, strerror(-error)));
 	}
 	lib_sock = fd;
+	lib_guard_connected(fd);
 	return (0);
 }
 
-static void
+/* Drop the connection (lock held); shutdown tells the guard's copy too. */
+void
 lib_disconnect(void)
 {
-	if (lib_sock != -1)
+	if (lib_sock != -1) {
+		shutdown(lib_sock, SHUT_RDWR);
 		close(lib_sock);
+		lib_guard_disconnected();
+	}
 	lib_sock = -1;
 }
 
@@ -212,8 +216,8 @@ lib_disconnect(void)
  * Send a request and wait for its reply (lock held).  The reply is
  * validated; the daemon's status is returned with its text as the error.
  */
-static int
-lib_request(void *req, size_t len, const int *fds, int nfds,
+int
+lib_call(void *req, size_t len, const int *fds, int nfds,
     struct hpz_msg *reply, uint16_t want)
 {
 	struct hpz_msg_header	*hdr = req;
@@ -267,6 +271,31 @@ lib_request(void *req, size_t len, const int *fds, int nfds,
 		    proto_type_name(reply->u.hdr.type),
 		    proto_type_name(want)));
 	return (0);
+}
+
+/*
+ * A request (lock held).  If the connection was lost while we have
+ * regions, they are registered again first (guard.c): a new daemon must
+ * never see a request about a region it does not know.
+ */
+static int
+lib_request(void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want)
+{
+	int	error;
+
+	if ((error = lib_guard_ready()) != 0)
+		return (error);
+	return (lib_call(req, len, fds, nfds, reply, want));
+}
+
+/* Wait a little for the daemon or the fallback; 0 if the deadline passed. */
+static int
+lib_request_retry(uint64_t deadline)
+{
+	if (lib_guard_mode() == LIB_CONNECTED)
+		return (0);
+	return (lib_guard_wait(deadline));
 }
 
 long
@@ -379,15 +408,40 @@ lib_is_registered(const struct hpz_region *region)
 void
 lib_forget(const struct hpz_region *region)
 {
-	struct lib_region	*lr, **pp;
+	struct lib_region	*lr;
 
 	pthread_mutex_lock(&lib_lock);
-	lr = lib_find((uintptr_t)region->addr, region->len, &pp);
+	lr = lib_find((uintptr_t)region->addr, region->len, NULL);
 	if (lr != NULL) {
-		*pp = lr->next;
+		lib_guard_unlink(lr);
 		lib_region_free(lr);
 	}
 	pthread_mutex_unlock(&lib_lock);
+}
+
+/*
+ * Does any page of [addr, addr+len) have a page-table entry here (the
+ * present bit of /proc/self/pagemap, at the first 4 KiB of each page)?
+ * When we cannot tell, say yes.
+ */
+static int
+lib_any_mapped(uintptr_t addr, size_t len, long page)
+{
+	uint64_t	ent;
+	uintptr_t	a;
+	int		fd, mapped = 0;
+
+	if ((fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) == -1)
+		return (1);
+	for (a = addr; a < addr + len && !mapped; a += (uintptr_t)page) {
+		if (pread(fd, &ent, sizeof(ent), (off_t)(a / 4096 *
+		    sizeof(ent))) != (ssize_t)sizeof(ent))
+			mapped = 1;
+		else if (ent & (1ULL << 63))
+			mapped = 1;
+	}
+	close(fd);
+	return (mapped);
 }
 
 static int
@@ -419,8 +473,10 @@ hpz_register(const struct hpz_region *region)
 	struct uffdio_range	 range;
 	struct lib_region	*lr = NULL;
 	uint64_t		 offered = 0, need;
+	void			*smap = NULL;
 	long			 page;
 	int			 uffd = -1, sfd = -1, bfd = -1, fds[3], error;
+	int			 rezap;
 
 	pthread_once(&lib_once, lib_init_once);
 	if ((error = lib_check_region(region)) != 0)
@@ -461,6 +517,16 @@ hpz_register(const struct hpz_region *region)
 		goto out;
 	}
 
+	/*
+	 * Garbage may still be mapped here from before: drop our page tables,
+	 * now, while no uffd event can make the zap wait for a reader.
+	 */
+	if ((region->flags & HPZ_DISCARD) &&
+	    madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
+		error = lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
+		    strerror(errno));
+		goto out;
+	}
 	memset(&ureg, 0, sizeof(ureg));
 	ureg.range.start = (uintptr_t)region->addr;
 	ureg.range.len = region->len;
@@ -477,6 +543,12 @@ hpz_register(const struct hpz_region *region)
 		    "on this range");
 		goto unregister;
 	}
+	/*
+	 * A thread that touched the range between the zap and the register
+	 * mapped garbage again: zap once more when the daemon reads events.
+	 */
+	rezap = (region->flags & HPZ_DISCARD) &&
+	    lib_any_mapped((uintptr_t)region->addr, region->len, page);
 	/* Children must not inherit pages the daemon serves for us. */
 	if (madvise(region->addr, region->len, MADV_DONTFORK) == -1) {
 		error = lib_fail(-errno, "madvise(MADV_DONTFORK): %s",
@@ -487,22 +559,21 @@ hpz_register(const struct hpz_region *region)
 		error = lib_fail(-ENOMEM, "out of memory");
 		goto dofork;
 	}
-
-	/*
-	 * Garbage may still be mapped here from before: drop our page tables
-	 * now that the range is registered (a touch from here on waits for
-	 * the daemon), so every first access faults and reads zero.
-	 */
-	if ((region->flags & HPZ_DISCARD) &&
-	    madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
-		error = lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
-		    strerror(errno));
-		goto dofork;
-	}
 	if ((sfd = lib_state_create(region->len / (uint64_t)page)) < 0) {
 		error = sfd;
 		goto dofork;
 	}
+	/* Ours to read, and to write while the daemon is away (guard.c). */
+	smap = mmap(NULL, HPZ_STATE_SIZE(region->len / (uint64_t)page),
+	    PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+	if (smap == MAP_FAILED) {
+		smap = NULL;
+		error = lib_fail(-errno, "mmap of the page state: %s",
+		    strerror(errno));
+		goto dofork;
+	}
+	madvise(smap, HPZ_STATE_SIZE(region->len / (uint64_t)page),
+	    MADV_DONTFORK);
 	if ((bfd = fcntl(region->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
 		error = lib_fail(-errno, "dup: %s", strerror(errno));
 		goto dofork;
@@ -524,12 +595,37 @@ hpz_register(const struct hpz_region *region)
 
 	lr->addr = (uintptr_t)region->addr;
 	lr->len = region->len;
+	lr->offset = (uint64_t)region->offset;
+	lr->page_size = (uint64_t)page;
+	lr->npages = region->len / (uint64_t)page;
+	lr->features = api.features;
+	lr->ioctls = ureg.ioctls;
+	lr->flags = region->flags;
 	lr->uffd = uffd;
 	lr->sfd = sfd;
 	lr->fd = bfd;
+	lr->smap = smap;
+	lr->state = (_Atomic uint8_t *)((char *)smap + HPZ_STATE_PAGES_OFF);
+	lr->lockfd = -1;
+	pthread_mutex_lock(&lib_rlock);
 	lr->next = lib_regions;
 	lib_regions = lr;
+	pthread_mutex_unlock(&lib_rlock);
+	/* From now on someone must notice when the daemon goes away. */
+	lib_guard_start();
 	pthread_mutex_unlock(&lib_lock);
+
+	/*
+	 * Only now: with uffd remove events on, the zap waits until someone
+	 * reads the event, the daemon (or guard.c), which must know the
+	 * region.  Pages the daemon mapped meanwhile fault once more.
+	 */
+	if (rezap && madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
+		error = -errno;
+		(void)hpz_unregister(region);
+		return (lib_fail(error, "madvise(MADV_DONTNEED): %s",
+		    strerror(-error)));
+	}
 	return (0);
 
 dofork:
@@ -541,6 +637,8 @@ unregister:
 	ioctl(uffd, UFFDIO_UNREGISTER, &range);
 out:
 	free(lr);
+	if (smap != NULL)
+		munmap(smap, HPZ_STATE_SIZE(region->len / (uint64_t)page));
 	if (uffd >= 0)
 		close(uffd);
 	if (sfd >= 0)
@@ -551,38 +649,65 @@ out:
 	return (error);
 }
 
+/*
+ * While the daemon is away, a request about a region waits (up to
+ * HPZ_FALLBACK_MS and a second) for it to come back or for libhpz to serve
+ * the region itself, then does it there; it never reports a success that
+ * did not happen.
+ */
 int
 hpz_unregister(const struct hpz_region *region)
 {
 	struct hpz_msg_range	 req;
 	struct hpz_msg		 reply;
 	struct uffdio_range	 range;
-	struct lib_region	*lr, **pp;
+	struct lib_region	*lr;
+	uint64_t		 deadline;
 	int			 error;
 
 	if (region == NULL)
 		return (lib_fail(-EINVAL, "region is NULL"));
 	pthread_mutex_lock(&lib_lock);
-	lr = lib_find((uintptr_t)region->addr, region->len, &pp);
+	lr = lib_find((uintptr_t)region->addr, region->len, NULL);
 	if (lr == NULL) {
 		pthread_mutex_unlock(&lib_lock);
 		return (lib_fail(-ENXIO, "this process has no region "
 		    "registered at exactly that address and length"));
 	}
-	proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
-	req.addr = lr->addr;
-	req.len = lr->len;
-	/*
-	 * The daemon drops garbage and unregisters the range itself; if it
-	 * cannot be reached the region stays registered: never exposed.
-	 */
-	error = lib_request(&req, sizeof(req), NULL, 0, &reply, HPZ_MSG_REPLY);
+	deadline = lib_guard_deadline();
+	for (;;) {
+		if (lr->gone) {
+			/* Unmapped while we served it; its garbage is gone. */
+			lib_guard_unlink(lr);
+			lib_region_free(lr);
+			pthread_mutex_unlock(&lib_lock);
+			return (0);
+		}
+		if (lib_guard_serving(lr)) {
+			/* We serve it: drop garbage and let go ourselves. */
+			error = lib_guard_abandon(lr);
+			pthread_mutex_unlock(&lib_lock);
+			return (error);
+		}
+		proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
+		req.addr = lr->addr;
+		req.len = lr->len;
+		/*
+		 * The daemon drops garbage and unregisters the range itself;
+		 * if it cannot be reached the region stays registered: never
+		 * exposed.
+		 */
+		error = lib_request(&req, sizeof(req), NULL, 0, &reply,
+		    HPZ_MSG_REPLY);
+		if (error == 0 || !lib_request_retry(deadline))
+			break;
+	}
 	if (error == 0) {
 		range.start = lr->addr;
 		range.len = lr->len;
 		ioctl(lr->uffd, UFFDIO_UNREGISTER, &range);
 		madvise((void *)lr->addr, lr->len, MADV_DOFORK);
-		*pp = lr->next;
+		lib_guard_unlink(lr);
 		lib_region_free(lr);
 	}
 	pthread_mutex_unlock(&lib_lock);
@@ -592,22 +717,38 @@ hpz_unregister(const struct hpz_region *region)
 int
 hpz_reset(const struct hpz_region *region)
 {
-	struct hpz_msg_range	req;
-	struct hpz_msg		reply;
-	int			error;
+	struct hpz_msg_range	 req;
+	struct hpz_msg		 reply;
+	struct lib_region	*lr;
+	uint64_t		 deadline;
+	int			 error;
 
 	if (region == NULL || region->addr == NULL || region->len == 0)
 		return (lib_fail(-EINVAL, "region has no address or length"));
 	pthread_mutex_lock(&lib_lock);
-	if (lib_find_within((uintptr_t)region->addr, region->len) == NULL) {
+	lr = lib_find_within((uintptr_t)region->addr, region->len);
+	if (lr == NULL) {
 		pthread_mutex_unlock(&lib_lock);
 		return (lib_fail(-ENXIO, "range is not inside a region this "
 		    "process registered"));
 	}
-	proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
-	req.addr = (uintptr_t)region->addr;
-	req.len = region->len;
-	error = lib_request(&req, sizeof(req), NULL, 0, &reply, HPZ_MSG_REPLY);
+	deadline = lib_guard_deadline();
+	for (;;) {
+		if (lib_guard_serving(lr)) {
+			/* Garbage in the shared state, then zapped: ours. */
+			error = lib_guard_reset(lr, (uintptr_t)region->addr,
+			    region->len);
+			pthread_mutex_unlock(&lib_lock);
+			return (error);
+		}
+		proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
+		req.addr = (uintptr_t)region->addr;
+		req.len = region->len;
+		error = lib_request(&req, sizeof(req), NULL, 0, &reply,
+		    HPZ_MSG_REPLY);
+		if (error == 0 || !lib_request_retry(deadline))
+			break;
+	}
 	/*
 	 * Only now zap our page tables: every later access faults and the
 	 * daemon, which already counts the pages as garbage, clears them.
