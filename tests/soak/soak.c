@@ -34,6 +34,7 @@
 #define SOAK_HIST	(64 * 8)	/* log2 groups of 8 sub-buckets */
 #define SOAK_MAXPROCS	64
 #define HUGE_2M		(2UL << 20)
+#define SOAK_TRACE	256		/* last operations kept per region */
 
 enum { PG_ZERO, PG_DATA, PG_EITHER };	/* EITHER: the data or all zero */
 enum { K_HPZ2M, K_MEMFD2M, K_SHMEM };
@@ -50,8 +51,20 @@ struct spage {
 	uint64_t	 prev;		/* an earlier tag: stale data */
 };
 
+/* One operation on a region, for the report of a violation. */
+struct strace {
+	uint64_t	 ms;		/* CLOCK_REALTIME, as soak.sh logs kills */
+	char		 op;		/* C reate, G register, w rite, Z reset,
+					   U nregister, f irst touch */
+	int		 error;
+	unsigned int	 flags;
+	size_t		 p0, n;
+};
+
 struct sregion {
 	int		 used;
+	unsigned int	 ntrace;
+	struct strace	 trace[SOAK_TRACE];
 	int		 kind;
 	int		 registered;
 	struct hpz_region r;
@@ -144,6 +157,44 @@ violation(const char *fmt, ...)
 }
 
 static void
+trace(struct sregion *sr, char op, size_t p0, size_t n, int error)
+{
+	struct strace	*t = &sr->trace[sr->ntrace++ % SOAK_TRACE];
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	t->ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	t->op = op;
+	t->p0 = p0;
+	t->n = n;
+	t->error = error;
+	t->flags = sr->r.flags;
+}
+
+/* The operations on a region that covered page p, oldest first. */
+static void
+trace_print(const struct sregion *sr, size_t p)
+{
+	const struct strace	*t;
+	unsigned int		 i, first;
+
+	first = sr->ntrace > SOAK_TRACE ? sr->ntrace - SOAK_TRACE : 0;
+	fprintf(stderr, "soak:   region %lu, operations covering page %zu "
+	    "(of the last %u; realtime ms):\n", sr->id, p,
+	    sr->ntrace - first);
+	for (i = first; i < sr->ntrace; i++) {
+		t = &sr->trace[i % SOAK_TRACE];
+		if (p < t->p0 || p >= t->p0 + t->n)
+			continue;
+		fprintf(stderr, "soak:     %llu.%03llu %c pages %zu+%zu flags "
+		    "0x%x%s%s\n", (unsigned long long)(t->ms / 1000),
+		    (unsigned long long)(t->ms % 1000), t->op, t->p0, t->n,
+		    t->flags, t->error != 0 ? " error: " : "",
+		    t->error != 0 ? hpz_strerror(t->error) : "");
+	}
+}
+
+static void
 busy(int what, const struct sregion *sr, uint64_t page)
 {
 	me->busy_region = sr != NULL ? sr->id : 0;
@@ -201,6 +252,7 @@ first_touch(struct sregion *sr, size_t p, int write, uint64_t v)
 	dt = now_ns() - t0;
 	busy(B_NONE, NULL, 0);
 	sr->pg[p].touched = 1;
+	trace(sr, 'f', p, 1, 0);
 	me->first_touches++;
 	hist_add(dt);
 	if (dt > me->block_max_ns)
@@ -233,6 +285,7 @@ page_write(struct sregion *sr, size_t p)
 		sr->pg[p].prev = sr->pg[p].tag;
 	sr->pg[p].st = PG_DATA;
 	sr->pg[p].tag = t;
+	trace(sr, 'w', p, 1, 0);
 	me->pages_written++;
 	me->bytes_written += sr->psz;
 }
@@ -292,6 +345,7 @@ page_verify(struct sregion *sr, size_t p, const char *when)
 		    exp == 0 ? what_is(sp, i == 0 ? first : w[i], i) :
 		    (i == 0 ? first : w[i]) == 0 ? "zero: the data was lost" :
 		    "wrong bytes");
+		trace_print(sr, p);
 		return;
 	}
 	me->bytes_verified += sr->psz;
@@ -365,6 +419,7 @@ do_register(struct sregion *sr, unsigned int flags)
 		error = hpz_register(&sr->r);
 		call_time(t);
 		busy(B_NONE, NULL, 0);
+		trace(sr, 'G', 0, sr->npages, error);
 		if (error == 0)
 			break;
 		if (!transient(error) || now_ns() - t0 > retry_ns) {
@@ -403,6 +458,7 @@ do_unregister(struct sregion *sr)
 		error = hpz_unregister(&sr->r);
 		call_time(t);
 		busy(B_NONE, NULL, 0);
+		trace(sr, 'U', 0, sr->npages, error);
 		if (error == 0)
 			break;
 		if (!transient(error) || now_ns() - t0 > retry_ns) {
@@ -437,6 +493,7 @@ do_reset(struct sregion *sr)
 		error = hpz_reset(&rr);
 		call_time(t);
 		busy(B_NONE, NULL, 0);
+		trace(sr, 'Z', p0, n, error);
 		if (error == 0)
 			break;
 		me->resets_failed++;
@@ -544,6 +601,7 @@ region_new(struct sregion *sr)
 	}
 	sr->id = ++next_region_id;
 	sr->used = 1;
+	trace(sr, 'C', 0, sr->npages, 0);
 	me->regions++;
 	return (0);
 }

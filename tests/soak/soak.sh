@@ -107,6 +107,7 @@ if [ "$kills" != 0 ]; then
 		else
 			sig=ABRT; nabrt=$((nabrt + 1))
 		fi
+		echo "$(date +%s.%3N) SIG$sig" >> "$dir/events"
 		kill -$sig "$dpid"
 		wait "$dpid" 2>/dev/null
 		st=$?
@@ -125,6 +126,7 @@ if [ "$kills" != 0 ]; then
 			nap $((RANDOM % 501))
 		fi
 		start_daemon || { bad=1; break; }
+		echo "$(date +%s.%3N) ready (life $lives)" >> "$dir/events"
 		restarts=$((restarts + 1))
 	done
 fi
@@ -159,6 +161,10 @@ cat "$dir"/hpzerod.*.log | grep -E '^<[0-4]>' |
     sed -E 's/0x[0-9a-f]+/0x.../g' |
     sort | uniq -c | sort -rn | head -20
 
+if [ $bad != 0 ] && [ -s "$dir/events" ]; then
+	echo "--- daemon kills and restarts (realtime s) ---"
+	cat "$dir/events"
+fi
 counts=$(cat "$dir/counts" 2>/dev/null || echo "no client counts")
 echo "soak: $counts daemon_kills=KILL:$nkill,TERM:$nterm,ABRT:$nabrt" \
     "restarts=$restarts long_pauses=$long fallback_ms=$HPZ_FALLBACK_MS" \
