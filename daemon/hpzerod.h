@@ -26,6 +26,9 @@ struct event_base;
 
 struct client;
 struct bucket;
+struct ufork;
+TAILQ_HEAD(uforks, ufork);
+#define REGION_MOVED_MAX	4
 
 struct region {
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
@@ -84,8 +87,32 @@ struct region {
 	atomic_uint_fast64_t	 populated;
 	atomic_uint_fast64_t	 fault_ns_total;
 	atomic_uint_fast64_t	 fault_ns_max;
+
+	/* Non-cooperative uffd events (uffd.c). */
+	pthread_mutex_t		 evlock;	/* held reading its uffds */
+	struct uforks		 forks;		/* children's uffds */
+	atomic_int		 gone;		/* unmapped or torn: release */
+	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
+						   away: addr, len */
+	int			 nmoved;
+	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
+	atomic_int		 stray_n;	/* times in a row */
 };
 TAILQ_HEAD(regions, region);
+
+/* A forked child's uffd for a region (UFFD_EVENT_FORK). */
+struct ufork {
+	TAILQ_ENTRY(ufork)	 entry;		/* region's forks, evlock */
+	struct region		*region;
+	int			 uffd;
+	_Atomic uint64_t	 addr;		/* the range in the child */
+	struct event		*ev;		/* main thread only */
+	struct event		*pidev;		/* the child's exit */
+	int			 pidfd;
+	atomic_uint		 tid;		/* a thread of the child */
+	atomic_int		 dead;		/* its range is gone: release */
+	atomic_int		 refs;		/* the list, queued faults */
+};
 
 struct client {
 	TAILQ_ENTRY(client)	 entry;
@@ -175,6 +202,7 @@ struct work {
 	uint32_t		 tid;
 	uint64_t		 t_read;	/* ns, when read from the uffd */
 	struct job		*job;		/* WORK_ASSIST */
+	struct ufork		*fork;		/* from a child's uffd, or NULL */
 };
 TAILQ_HEAD(workq, work);
 
@@ -293,6 +321,11 @@ int		 uffd_read(struct region *, struct worker *self);
 void		 uffd_handle(struct worker *, struct work *);
 void		 uffd_assist(struct work *);
 int		 uffd_continue(struct region *, uint64_t addr, uint64_t len);
+int		 uffd_premap(struct region *, uint64_t addr, uint64_t len);
+void		 uffd_init(void);
+void		 uffd_region_init(struct region *);
+void		 uffd_forks_release(struct region *);
+uint64_t	 uffd_region_addr(const struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
 int		 uffd_unregister(struct region *);
 int		 uffd_thread_cpu(pid_t pid, uint32_t tid);

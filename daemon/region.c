@@ -353,6 +353,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	r->node = topo.nnodes > 1 ? region_client_node(c->pid, m->addr) : -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	uffd_region_init(r);
 
 	if ((error = region_take_state(r, sfd, m, why, whylen)) != 0)
 		goto fail;
@@ -409,6 +410,7 @@ fail:
 	region_release_state(r);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->evlock);
 	free(r);
 	return (error);
 }
@@ -521,6 +523,8 @@ region_destroy(struct region *r)
 	region_drain(r);
 	region_punch_garbage(r);
 	uffd_unregister(r);
+	/* Children's uffds last: closing one lets the kernel serve them. */
+	uffd_forks_release(r);
 
 	TAILQ_REMOVE(&c->regions, r, entry);
 	TAILQ_REMOVE(&region_all, r, all);
@@ -536,6 +540,7 @@ region_destroy(struct region *r)
 		close(r->pidfd);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->evlock);
 	free(r);
 }
 

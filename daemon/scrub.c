@@ -284,13 +284,12 @@ scrub_pending_pages(void)
 static int
 scrub_premap(struct region *r, uint64_t idx)
 {
-	struct uffdio_continue	uc;
+	int	error;
 
-	memset(&uc, 0, sizeof(uc));
-	uc.range.start = r->addr + idx * r->page_size;
-	uc.range.len = r->page_size;
-	if (ioctl(r->uffd, UFFDIO_CONTINUE, &uc) == -1)
-		return (-errno);
+	/* EAGAIN (an event pending) is retried once the events are read. */
+	if ((error = uffd_premap(r, uffd_region_addr(r) + idx * r->page_size,
+	    r->page_size)) != 0)
+		return (error);
 	atomic_fetch_add(&stats.bg_pages_premapped, 1);
 	return (0);
 }

@@ -4,12 +4,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <linux/userfaultfd.h>
 
 #include <event2/event.h>
@@ -31,6 +34,19 @@ struct uffdio_poison {
 #define UFFD_READ_BATCH	64
 /* Pages resolved together by one worker at most. */
 #define UFFD_COALESCE_MAX	64
+/* Batches one pump reads at most while an ioctl waits for events. */
+#define UFFD_PUMP_BATCHES	16
+/* How long a map waits for the client's mm to settle, all tries. */
+#define UFFD_SETTLE_MS		30000
+#define UFFD_SETTLE_POLL_MS	100
+/* Faults in a row on one page outside the region before it is poisoned. */
+#define UFFD_STRAY_POISON	3
+
+/* Wakes the main thread for what only it may do (uffd_main_cb). */
+static int		 uffd_efd = -1;
+static struct event	*uffd_main_ev;
+
+static int	uffd_batch(struct region *, struct ufork *, struct worker *);
 
 /* The CPU a thread last ran on (field 39 of its stat), or -1. */
 int
@@ -61,22 +77,289 @@ uffd_thread_cpu(pid_t pid, uint32_t tid)
 	return (cpu);
 }
 
+/* Where the region lies in the client now (a move changes it). */
+uint64_t
+uffd_region_addr(const struct region *r)
+{
+	return (__atomic_load_n(&r->addr, __ATOMIC_ACQUIRE));
+}
+
+/* Where the range lies in the process behind f (NULL: the client). */
+static uint64_t
+uffd_base(const struct region *r, const struct ufork *f)
+{
+	if (f != NULL)
+		return (atomic_load(&f->addr));
+	return (uffd_region_addr(r));
+}
+
+static int
+uffd_fd(const struct region *r, const struct ufork *f)
+{
+	return (f != NULL ? f->uffd : r->uffd);
+}
+
+static void
+uffd_fork_put(struct ufork *f)
+{
+	if (atomic_fetch_sub(&f->refs, 1) != 1)
+		return;
+	close(f->uffd);
+	free(f);
+}
+
+/* A fault item is done with: drop what it holds. */
+static void
+uffd_work_free(struct work *w)
+{
+	if (w->fork != NULL)
+		uffd_fork_put(w->fork);
+	free(w);
+}
+
+/* Ask the main thread to look at the regions (any thread). */
+static void
+uffd_kick(void)
+{
+	uint64_t	one = 1;
+
+	if (uffd_efd >= 0 && write(uffd_efd, &one, sizeof(one)) == -1 &&
+	    errno != EAGAIN)
+		log_warn("uffd: wake the main thread");
+}
+
+/* Mark the region for release by the main thread; stop background work. */
+static void
+uffd_region_gone(struct region *r, const char *why)
+{
+	if (atomic_exchange(&r->gone, 1))
+		return;
+	log_info("region %llu: %s: releasing it", (unsigned long long)r->id,
+	    why);
+	scrub_remove(r);
+	uffd_kick();
+}
+
 /*
- * Read the faults waiting in a region's uffd (one batch) and queue them:
- * on self when a spinning worker reads, else on the worker routing picks.
- * Returns how many faults were queued.
+ * The client (f == NULL) or a child unmapped [start, end).  A region whose
+ * range is partly or wholly gone is released as on unregister: garbage
+ * punched, what is left unregistered (the kernel serves it, and a hole
+ * reads zero).  A child is only let go once its whole range is gone:
+ * closing its uffd would let the kernel map garbage pages it still has.
  */
-int
-uffd_read(struct region *r, struct worker *self)
+static void
+uffd_unmapped(struct region *r, struct ufork *f, uint64_t start,
+    uint64_t end)
+{
+	uint64_t	base = uffd_base(r, f);
+
+	if (end <= start || !region_overlaps(base, r->len, start, end - start))
+		return;
+	if (f == NULL) {
+		uffd_region_gone(r, "its range was unmapped");
+		return;
+	}
+	if (start <= base && end - base >= r->len) {
+		atomic_store(&f->dead, 1);
+		uffd_kick();
+	}
+}
+
+/*
+ * The client (or a child) moved [from, from+len) to to.  A move of the
+ * whole region: serve it at its new address from now on (faults read
+ * later translate; one queued with the old address is woken and finds no
+ * mapping there, as the kernel would do).  A move of a part: released,
+ * with the moved piece unregistered too, so nothing faults forever on an
+ * address no region covers.
+ */
+static void
+uffd_remapped(struct region *r, struct ufork *f, uint64_t from, uint64_t to,
+    uint64_t len)
+{
+	struct hpz_state_header	*h = r->smap;
+	uint64_t		 base = uffd_base(r, f), lo, hi, nb;
+
+	if (!region_overlaps(base, r->len, from, len))
+		return;
+	if (base >= from && base - from <= len && len - (base - from) >=
+	    r->len) {
+		nb = to + (base - from);
+		if (f != NULL) {
+			atomic_store(&f->addr, nb);
+			return;
+		}
+		__atomic_store_n(&r->addr, nb, __ATOMIC_RELEASE);
+		h->addr = nb;
+		log_info("region %llu: moved from 0x%llx to 0x%llx",
+		    (unsigned long long)r->id, (unsigned long long)base,
+		    (unsigned long long)nb);
+		return;
+	}
+	if (f != NULL)
+		return;	/* the child's moved piece is stray: poisoned */
+	lo = base > from ? base : from;
+	hi = base + r->len < from + len ? base + r->len : from + len;
+	if (r->nmoved < REGION_MOVED_MAX) {
+		r->moved[r->nmoved][0] = to + (lo - from);
+		r->moved[r->nmoved][1] = hi - lo;
+		r->nmoved++;
+	}
+	uffd_region_gone(r, "part of its range was moved");
+}
+
+/*
+ * A process with the region mapped forked without MADV_DONTFORK: its
+ * child's copy of the range is registered on a new uffd, ufd.  The child
+ * maps pages of the same file, so its faults are served with the same
+ * page state (garbage cleared, data mapped as it is) on that uffd.
+ */
+static void
+uffd_forked(struct region *r, struct ufork *parent, int ufd)
+{
+	struct ufork	*f;
+	int		 fl;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		fatal("calloc");
+	fl = fcntl(ufd, F_GETFL);
+	if (fl == -1 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK) == -1)
+		log_warn("region %llu: child's uffd", (unsigned long long)r->id);
+	fcntl(ufd, F_SETFD, FD_CLOEXEC);
+	f->region = r;
+	f->uffd = ufd;
+	f->pidfd = -1;
+	atomic_init(&f->addr, uffd_base(r, parent));
+	atomic_init(&f->refs, 1);
+	TAILQ_INSERT_TAIL(&r->forks, f, entry);
+	log_info("region %llu: client forked; serving the child too",
+	    (unsigned long long)r->id);
+	uffd_kick();
+}
+
+/*
+ * One non-cooperative event (r->evlock held, in the order read).
+ *
+ * UFFD_EVENT_REMOVE (MADV_DONTNEED, MADV_REMOVE; MADV_FREE does not apply
+ * to shared mappings) changes no page state.  The event does not say which
+ * it was, and it comes before the kernel acts.  DONTNEED only drops the
+ * page tables: the page stays in the file with what it held, and its next
+ * fault is MINOR, resolved by its state as before (garbage cleared, data
+ * mapped as it is).  REMOVE punches the page out of the file: its next
+ * fault is MISSING and gets a page the kernel zeroes, whatever the state
+ * says; a garbage page so punched is harmlessly cleared later by the scrub
+ * or dropped at release.  Marking anything garbage here could write zeros
+ * over data (DONTNEED keeps it), marking anything data could map garbage
+ * uncleared: so nothing changes.
+ */
+static void
+uffd_event(struct region *r, struct ufork *f, const struct uffd_msg *m)
+{
+	switch (m->event) {
+	case UFFD_EVENT_REMOVE:
+		log_debug("region %llu: %s dropped [0x%llx, 0x%llx)",
+		    (unsigned long long)r->id, f ? "child" : "client",
+		    (unsigned long long)m->arg.remove.start,
+		    (unsigned long long)m->arg.remove.end);
+		break;
+	case UFFD_EVENT_UNMAP:
+		uffd_unmapped(r, f, m->arg.remove.start, m->arg.remove.end);
+		break;
+	case UFFD_EVENT_REMAP:
+		uffd_remapped(r, f, m->arg.remap.from, m->arg.remap.to,
+		    m->arg.remap.len);
+		break;
+	case UFFD_EVENT_FORK:
+		uffd_forked(r, f, (int)m->arg.fork.ufd);
+		break;
+	default:
+		log_debug("region %llu: ignoring uffd event %u",
+		    (unsigned long long)r->id, m->event);
+		break;
+	}
+}
+
+/*
+ * Read one batch from a uffd of r (f: a child's; r->evlock held) and act
+ * on it: its events first, in order, so that a fault read with a move
+ * translates; then its faults, queued on self when a worker reads, else on
+ * the worker routing picks.  Messages read, or -1 with errno.
+ */
+static int
+uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 {
 	struct uffd_msg	 msgs[UFFD_READ_BATCH];
 	struct work	*w;
 	ssize_t		 n;
 	size_t		 i, count;
-	uint64_t	 now, idx;
-	int		 queued = 0, cpu, node;
+	uint64_t	 now, idx, base;
+	int		 cpu, node;
 
-	n = read(r->uffd, msgs, sizeof(msgs));
+	n = read(uffd_fd(r, f), msgs, sizeof(msgs));
+	if (n == -1)
+		return (-1);
+	now = stats_now_ns();
+	count = (size_t)n / sizeof(msgs[0]);
+	for (i = 0; i < count; i++)
+		if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
+			uffd_event(r, f, &msgs[i]);
+	base = uffd_base(r, f);
+	for (i = 0; i < count; i++) {
+		if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		if ((w = calloc(1, sizeof(*w))) == NULL)
+			fatal("calloc");
+		w->type = WORK_FAULT;
+		w->region = r;
+		w->addr = msgs[i].arg.pagefault.address;
+		w->kind = (msgs[i].arg.pagefault.flags &
+		    UFFD_PAGEFAULT_FLAG_MINOR) ? FAULT_MINOR : FAULT_MISSING;
+		w->tid = msgs[i].arg.pagefault.feat.ptid;
+		w->t_read = now;
+		if (f != NULL) {
+			atomic_fetch_add(&f->refs, 1);
+			w->fork = f;
+			if (w->tid != 0)
+				atomic_store(&f->tid, w->tid);
+		}
+		atomic_fetch_add(&r->inflight, 1);
+		if (self != NULL) {
+			atomic_fetch_add(&stats.faults_polled, 1);
+			worker_push(self, w);
+			continue;
+		}
+		cpu = -1;
+		if (worker_config.route == ROUTE_THREAD && f == NULL)
+			cpu = uffd_thread_cpu(r->pid, w->tid);
+		if (cpu < 0)
+			cpu = sched_getcpu();
+		node = r->node;
+		if (w->kind == FAULT_MINOR && w->addr - base < r->len) {
+			idx = (w->addr - base) / r->page_size;
+			node = region_page_node(r, idx);
+		}
+		worker_submit(w, cpu, node);
+	}
+	return ((int)count);
+}
+
+/*
+ * Read the messages waiting in a region's uffd (one batch): events handled,
+ * faults queued.  A spinning worker (self) skips a uffd another thread is
+ * reading.  Returns how many messages were read.
+ */
+int
+uffd_read(struct region *r, struct worker *self)
+{
+	int	n;
+
+	if (self != NULL) {
+		if (pthread_mutex_trylock(&r->evlock) != 0)
+			return (0);
+	} else
+		pthread_mutex_lock(&r->evlock);
+	n = uffd_batch(r, NULL, self);
+	pthread_mutex_unlock(&r->evlock);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return (0);
@@ -89,43 +372,7 @@ uffd_read(struct region *r, struct worker *self)
 		}
 		return (0);
 	}
-	now = stats_now_ns();
-	count = (size_t)n / sizeof(msgs[0]);
-	for (i = 0; i < count; i++) {
-		if (msgs[i].event != UFFD_EVENT_PAGEFAULT) {
-			log_debug("region %llu: ignoring uffd event %u",
-			    (unsigned long long)r->id, msgs[i].event);
-			continue;
-		}
-		if ((w = calloc(1, sizeof(*w))) == NULL)
-			fatal("calloc");
-		w->type = WORK_FAULT;
-		w->region = r;
-		w->addr = msgs[i].arg.pagefault.address;
-		w->kind = (msgs[i].arg.pagefault.flags &
-		    UFFD_PAGEFAULT_FLAG_MINOR) ? FAULT_MINOR : FAULT_MISSING;
-		w->tid = msgs[i].arg.pagefault.feat.ptid;
-		w->t_read = now;
-		atomic_fetch_add(&r->inflight, 1);
-		queued++;
-		if (self != NULL) {
-			atomic_fetch_add(&stats.faults_polled, 1);
-			worker_push(self, w);
-			continue;
-		}
-		cpu = -1;
-		if (worker_config.route == ROUTE_THREAD)
-			cpu = uffd_thread_cpu(r->pid, w->tid);
-		if (cpu < 0)
-			cpu = sched_getcpu();
-		node = r->node;
-		if (w->kind == FAULT_MINOR && w->addr - r->addr < r->len) {
-			idx = region_page_index(r, w->addr);
-			node = region_page_node(r, idx);
-		}
-		worker_submit(w, cpu, node);
-	}
-	return (queued);
+	return (n);
 }
 
 /* The uffd is readable (main thread). */
@@ -135,40 +382,278 @@ uffd_read_cb(int fd, short events, void *arg)
 	uffd_read(arg, NULL);
 }
 
+/*
+ * Read what waits in a uffd of r, so that an ioctl refused with EAGAIN
+ * (the client's mm is changing: an event is pending) may go through.
+ * Returns how many messages were read.
+ */
+static int
+uffd_pump(struct region *r, struct ufork *f, struct worker *self)
+{
+	int	i, n, total = 0;
+
+	pthread_mutex_lock(&r->evlock);
+	for (i = 0; i < UFFD_PUMP_BATCHES; i++) {
+		if ((n = uffd_batch(r, f, self)) <= 0)
+			break;
+		total += n;
+	}
+	pthread_mutex_unlock(&r->evlock);
+	return (total);
+}
+
+/*
+ * UFFDIO_CONTINUE [addr, addr+len) on a uffd of r.  EAGAIN means an event
+ * is pending (or about to be): read and handle the events, queuing any
+ * faults read with them, then try again; sleep in poll() for the event
+ * when nothing was there yet.  Gives up after tries, or UFFD_SETTLE_MS.
+ * 0, or a negative errno.
+ */
+static int
+uffd_map(struct worker *self, struct region *r, struct ufork *f,
+    uint64_t addr, uint64_t len, int tries)
+{
+	struct uffdio_continue	uc;
+	struct pollfd		pfd;
+	int			waited = 0;
+
+	for (;;) {
+		memset(&uc, 0, sizeof(uc));
+		uc.range.start = addr;
+		uc.range.len = len;
+		if (ioctl(uffd_fd(r, f), UFFDIO_CONTINUE, &uc) == 0)
+			return (0);
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return (-errno);
+		/* Part of it mapped before the mm changed: the rest. */
+		if (uc.mapped > 0 && (uint64_t)uc.mapped < len) {
+			addr += (uint64_t)uc.mapped;
+			len -= (uint64_t)uc.mapped;
+		}
+		if (--tries <= 0 || waited >= UFFD_SETTLE_MS)
+			return (-EAGAIN);
+		if (uffd_pump(r, f, self) > 0)
+			continue;
+		pfd.fd = uffd_fd(r, f);
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		(void)poll(&pfd, 1, UFFD_SETTLE_POLL_MS);
+		waited += UFFD_SETTLE_POLL_MS;
+	}
+}
+
+static int
+uffd_wake_fd(int fd, uint64_t addr, uint64_t len)
+{
+	struct uffdio_range	range;
+
+	range.start = addr;
+	range.len = len;
+	if (ioctl(fd, UFFDIO_WAKE, &range) == -1)
+		return (-errno);
+	return (0);
+}
+
+/* Map [addr, addr+len) of a uffd of r; mapped already: wake. */
+static int
+uffd_continue_on(struct worker *self, struct region *r, struct ufork *f,
+    uint64_t addr, uint64_t len)
+{
+	int	error;
+
+	error = uffd_map(self, r, f, addr, len, INT32_MAX);
+	if (error == -EEXIST)
+		return (uffd_wake_fd(uffd_fd(r, f), addr, len));
+	return (error);
+}
+
 /* Map [addr, addr+len) in the client.  0, or a negative errno. */
 int
 uffd_continue(struct region *r, uint64_t addr, uint64_t len)
 {
-	struct uffdio_continue	uc;
-	int			tries;
+	return (uffd_continue_on(NULL, r, NULL, addr, len));
+}
 
-	for (tries = 0; tries < 1000; tries++) {
-		memset(&uc, 0, sizeof(uc));
-		uc.range.start = addr;
-		uc.range.len = len;
-		if (ioctl(r->uffd, UFFDIO_CONTINUE, &uc) == 0)
-			return (0);
-		if (errno == EEXIST)	/* already mapped: just wake */
-			return (uffd_wake(r, addr, len));
-		if (errno != EAGAIN && errno != EINTR)
-			return (-errno);
-		/* EAGAIN: the mm is changing under us; try again. */
-		usleep(10);
-	}
-	return (-EAGAIN);
+/*
+ * Map a ready page ahead of the client (background): one more try after
+ * the pending events are read, never a wait; EEXIST is returned.
+ */
+int
+uffd_premap(struct region *r, uint64_t addr, uint64_t len)
+{
+	return (uffd_map(NULL, r, NULL, addr, len, 2));
 }
 
 /* Wake the client's threads waiting on [addr, addr+len). */
 int
 uffd_wake(struct region *r, uint64_t addr, uint64_t len)
 {
-	struct uffdio_range	range;
+	return (uffd_wake_fd(r->uffd, addr, len));
+}
 
-	range.start = addr;
-	range.len = len;
-	if (ioctl(r->uffd, UFFDIO_WAKE, &range) == -1)
-		return (-errno);
-	return (0);
+/* The child behind f exited: let it go (main thread). */
+static void
+uffd_fork_exit_cb(int fd, short events, void *arg)
+{
+	struct ufork	*f = arg;
+
+	atomic_store(&f->dead, 1);
+	uffd_kick();
+}
+
+/* A child's uffd is readable (main thread). */
+static void
+uffd_fork_read_cb(int fd, short events, void *arg)
+{
+	struct ufork	*f = arg;
+	struct region	*r = f->region;
+	int		 n;
+
+	pthread_mutex_lock(&r->evlock);
+	n = uffd_batch(r, f, NULL);
+	pthread_mutex_unlock(&r->evlock);
+	if (n == -1 && errno != EAGAIN && errno != EINTR) {
+		log_warn("region %llu: read child's uffd",
+		    (unsigned long long)r->id);
+		atomic_store(&f->dead, 1);
+		uffd_kick();
+	}
+}
+
+/* Let go of a child's uffd (main thread; f is off the list). */
+static void
+uffd_fork_release(struct ufork *f)
+{
+	if (f->ev != NULL)
+		event_free(f->ev);
+	if (f->pidev != NULL)
+		event_free(f->pidev);
+	if (f->pidfd >= 0)
+		close(f->pidfd);
+	f->ev = f->pidev = NULL;
+	f->pidfd = -1;
+	uffd_fork_put(f);
+}
+
+/*
+ * Close every child's uffd of a region being destroyed, after its garbage
+ * is punched: the kernel then serves the children from the file.
+ */
+void
+uffd_forks_release(struct region *r)
+{
+	struct ufork	*f;
+
+	pthread_mutex_lock(&r->evlock);
+	while ((f = TAILQ_FIRST(&r->forks)) != NULL) {
+		TAILQ_REMOVE(&r->forks, f, entry);
+		pthread_mutex_unlock(&r->evlock);
+		uffd_fork_release(f);
+		pthread_mutex_lock(&r->evlock);
+	}
+	pthread_mutex_unlock(&r->evlock);
+}
+
+/*
+ * What the events asked of the main thread for r: watch new children's
+ * uffds and their exit, let dead children go, release a region gone.
+ */
+static void
+uffd_main_region(struct region *r)
+{
+	struct uforks	 dead = TAILQ_HEAD_INITIALIZER(dead);
+	struct ufork	*f, *next;
+	struct client	*c;
+	uint32_t	 tid;
+	int		 pidfd;
+
+	pthread_mutex_lock(&r->evlock);
+	for (f = TAILQ_FIRST(&r->forks); f != NULL; f = next) {
+		next = TAILQ_NEXT(f, entry);
+		if (atomic_load(&f->dead)) {
+			TAILQ_REMOVE(&r->forks, f, entry);
+			TAILQ_INSERT_TAIL(&dead, f, entry);
+			continue;
+		}
+		if (f->ev == NULL) {
+			f->ev = event_new(hpzd_base, f->uffd,
+			    EV_READ | EV_PERSIST, uffd_fork_read_cb, f);
+			if (f->ev == NULL || event_add(f->ev, NULL) == -1)
+				fatalx("cannot watch a child's uffd");
+			/* Faults may have come before we watched. */
+			event_active(f->ev, EV_READ, 0);
+		}
+		/*
+		 * A fault told us a thread of the child, still alive (it is
+		 * waiting for us): a single-threaded child's is its pid.
+		 */
+		tid = atomic_load(&f->tid);
+		if (f->pidev == NULL && f->pidfd == -1 && tid != 0) {
+			pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, 0);
+			f->pidfd = pidfd >= 0 ? pidfd : -2;
+			if (pidfd >= 0) {
+				f->pidev = event_new(hpzd_base, pidfd, EV_READ,
+				    uffd_fork_exit_cb, f);
+				if (f->pidev == NULL ||
+				    event_add(f->pidev, NULL) == -1)
+					fatalx("cannot watch a child");
+			}
+		}
+	}
+	pthread_mutex_unlock(&r->evlock);
+	while ((f = TAILQ_FIRST(&dead)) != NULL) {
+		TAILQ_REMOVE(&dead, f, entry);
+		log_info("region %llu: a child is gone",
+		    (unsigned long long)r->id);
+		if (f->pidfd == -2)
+			f->pidfd = -1;
+		uffd_fork_release(f);
+	}
+	if (atomic_load(&r->gone)) {
+		c = r->client;
+		region_destroy(r);
+		control_orphan_check(c);
+	}
+}
+
+/* Events asked something of the main thread. */
+static void
+uffd_main_cb(int fd, short events, void *arg)
+{
+	struct region	*r, *next;
+	uint64_t	 v;
+
+	if (read(uffd_efd, &v, sizeof(v)) == -1 && errno != EAGAIN)
+		log_warn("uffd: read eventfd");
+	for (r = TAILQ_FIRST(&region_all); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, all);
+		uffd_main_region(r);
+	}
+}
+
+/* Set up the main thread's side of event handling (once, main thread). */
+void
+uffd_init(void)
+{
+	if (uffd_main_ev != NULL)
+		return;
+	if ((uffd_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		fatal("eventfd");
+	uffd_main_ev = event_new(hpzd_base, uffd_efd, EV_READ | EV_PERSIST,
+	    uffd_main_cb, NULL);
+	if (uffd_main_ev == NULL || event_add(uffd_main_ev, NULL) == -1)
+		fatalx("cannot watch the uffd events");
+}
+
+/* A new region's event-handling fields. */
+void
+uffd_region_init(struct region *r)
+{
+	uffd_init();
+	pthread_mutex_init(&r->evlock, NULL);
+	TAILQ_INIT(&r->forks);
 }
 
 /*
@@ -181,15 +666,26 @@ uffd_unregister(struct region *r)
 {
 	struct uffdio_range	range;
 
-	range.start = r->addr;
+	int			i, error = 0;
+
+	/* Pieces moved away first: they are registered on this uffd too. */
+	for (i = 0; i < r->nmoved; i++) {
+		range.start = r->moved[i][0];
+		range.len = r->moved[i][1];
+		if (ioctl(r->uffd, UFFDIO_UNREGISTER, &range) == -1 &&
+		    errno != ESRCH && errno != EINVAL && errno != ENOMEM)
+			log_warn("region %llu: UFFDIO_UNREGISTER of a moved "
+			    "piece", (unsigned long long)r->id);
+	}
+	range.start = uffd_region_addr(r);
 	range.len = r->len;
 	if (ioctl(r->uffd, UFFDIO_UNREGISTER, &range) == -1) {
+		error = -errno;
 		if (errno != ESRCH && errno != EINVAL && errno != ENOMEM)
 			log_warn("region %llu: UFFDIO_UNREGISTER",
 			    (unsigned long long)r->id);
-		return (-errno);
 	}
-	return (0);
+	return (error);
 }
 
 /* Allocate the file pages [idx, idx+n); the kernel zeroes them. */
@@ -207,22 +703,67 @@ uffd_populate(struct region *r, uint64_t idx, uint64_t n)
 
 /* Tell a thread we cannot back its page: it gets SIGBUS, like the kernel. */
 static void
-uffd_poison(struct region *r, uint64_t addr)
+uffd_poison(struct region *r, struct ufork *f, uint64_t addr)
 {
 	struct uffdio_poison	up;
 
 	memset(&up, 0, sizeof(up));
 	up.range.start = addr;
 	up.range.len = r->page_size;
-	if (ioctl(r->uffd, UFFDIO_POISON, &up) == -1 && errno != EEXIST)
-		uffd_wake(r, addr, r->page_size);
+	if (ioctl(uffd_fd(r, f), UFFDIO_POISON, &up) == -1 && errno != EEXIST)
+		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
 }
 
-/* The client is gone when the uffd's mm has exited. */
-static int
-uffd_client_gone(int error)
+/*
+ * A fault we could not serve.  The mm gone: nobody waits.  The range gone
+ * (unmapped or moved: ENOENT) or the mm never settling (EAGAIN): wake the
+ * thread, which faults again or meets the kernel's verdict; never a lost
+ * fault.  Anything else: poison.
+ */
+static void
+uffd_failed(struct region *r, struct ufork *f, uint64_t addr, int error)
 {
-	return (error == -ESRCH || error == -ENOENT);
+	if (error == -ESRCH)
+		return;
+	if (error == -ENOENT || error == -EAGAIN) {
+		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
+		return;
+	}
+	log_warnx("region %llu: cannot serve fault at 0x%llx: %s",
+	    (unsigned long long)r->id, (unsigned long long)addr,
+	    strerror(-error));
+	uffd_poison(r, f, addr);
+}
+
+/*
+ * A fault outside the region: one queued before a move, or on a range that
+ * grew or moved in part.  Wake it: it faults again, and most likely lands
+ * inside once the event is read.  The same page again and again is a range
+ * no region covers (it would fault forever): poison it, unless the region
+ * is about to be released, which unregisters such pieces.
+ */
+static void
+uffd_stray(struct region *r, struct ufork *f, uint64_t addr)
+{
+	uint64_t	page = addr & ~(r->page_size - 1), last;
+	int		n;
+
+	if (atomic_fetch_add(&stats.faults_stray, 1) % 1000 == 0)
+		log_warnx("region %llu: fault at 0x%llx outside the region",
+		    (unsigned long long)r->id, (unsigned long long)addr);
+	last = atomic_exchange(&r->stray_page, page);
+	if (last == page)
+		n = atomic_fetch_add(&r->stray_n, 1) + 1;
+	else {
+		atomic_store(&r->stray_n, 1);
+		n = 1;
+	}
+	if (n >= UFFD_STRAY_POISON && !atomic_load(&r->gone)) {
+		atomic_store(&r->stray_n, 0);
+		uffd_poison(r, f, page);
+		return;
+	}
+	uffd_wake_fd(uffd_fd(r, f), page, r->page_size);
 }
 
 static uint64_t
@@ -367,6 +908,8 @@ uffd_clear_pages(struct region *r, uint64_t lo, uint64_t hi,
 /* What a queued fault must look like to join a coalesced batch. */
 struct uffd_match {
 	struct region	*region;
+	struct ufork	*fork;
+	uint64_t	 base;
 	enum fault_kind	 kind;
 	uint64_t	 lo;		/* page index range it may fall in */
 	uint64_t	 hi;
@@ -379,10 +922,10 @@ uffd_match(struct work *w, void *arg)
 	uint64_t		 idx;
 
 	if (w->type != WORK_FAULT || w->region != m->region ||
-	    w->kind != m->kind || w->addr < m->region->addr ||
-	    w->addr - m->region->addr >= m->region->len)
+	    w->fork != m->fork || w->kind != m->kind || w->addr < m->base ||
+	    w->addr - m->base >= m->region->len)
 		return (0);
-	idx = region_page_index(m->region, w->addr);
+	idx = (w->addr - m->base) / m->region->page_size;
 	return (idx >= m->lo && idx <= m->hi);
 }
 
@@ -416,32 +959,25 @@ void
 uffd_handle(struct worker *self, struct work *first)
 {
 	struct region		*r = first->region;
+	struct ufork		*f = first->fork;
 	struct work		*cand[UFFD_COALESCE_MAX], *got[UFFD_COALESCE_MAX];
 	struct uffd_match	 m;
 	uint64_t		 idx, lo, hi, maxp, i, page, off[UFFD_COALESCE_MAX];
-	uint64_t		 cidx[UFFD_COALESCE_MAX], plo, phi;
+	uint64_t		 cidx[UFFD_COALESCE_MAX], plo, phi, base;
 	uint8_t			 was, now, w2;
 	enum page_action	 action;
 	size_t			 nc = 0, k, j;
 	int			 error = 0, took, helpers, waited;
 
-	if (first->addr < r->addr || first->addr - r->addr >= r->len) {
-		/*
-		 * The client registered more on this uffd than it told us.
-		 * Answer (wake it, the kernel decides what follows), never
-		 * leave it hanging; say so once in a while.
-		 */
-		if (atomic_fetch_add(&stats.faults_stray, 1) % 1000 == 0)
-			log_warnx("region %llu: fault at 0x%llx outside the "
-			    "region: woken, not served",
-			    (unsigned long long)r->id,
-			    (unsigned long long)first->addr);
-		uffd_wake(r, first->addr & ~4095ULL, 4096);
+	/* One base for the whole fault: a move may come meanwhile. */
+	base = uffd_base(r, f);
+	if (first->addr < base || first->addr - base >= r->len) {
+		uffd_stray(r, f, first->addr);
 		region_work_done(r);
-		free(first);
+		uffd_work_free(first);
 		return;
 	}
-	idx = region_page_index(r, first->addr);
+	idx = (first->addr - base) / r->page_size;
 	waited = 0;
 	while (!state_claim(&r->state[idx], &was)) {
 		/* Another worker (or background work) owns it: wait. */
@@ -455,18 +991,20 @@ uffd_handle(struct worker *self, struct work *first)
 	/* Raced a fault on the same page that mapped it: just wake. */
 	if (waited && was == PAGE_MAPPED) {
 		state_release(&r->state[idx], was);
-		if ((error = uffd_continue(r, r->addr + idx * r->page_size,
-		    r->page_size)) == 0)
+		if ((error = uffd_continue_on(self, r, f,
+		    base + idx * r->page_size, r->page_size)) == 0)
 			uffd_done(r, first, 1);
+		else
+			uffd_failed(r, f, base + idx * r->page_size, error);
 		region_work_done(r);
-		free(first);
+		uffd_work_free(first);
 		return;
 	}
 	lo = hi = idx;
 	for (k = 0; k < UFFD_COALESCE_MAX; k++)
 		got[k] = NULL;
 	got[0] = first;
-	off[0] = first->addr - (r->addr + idx * r->page_size);
+	off[0] = first->addr - (base + idx * r->page_size);
 
 	/* Gather queued neighbours needing the same action. */
 	maxp = uffd_extent_max() / r->page_size;
@@ -474,6 +1012,8 @@ uffd_handle(struct worker *self, struct work *first)
 		maxp = UFFD_COALESCE_MAX;
 	if (maxp > 1 && r->page_size <= uffd_extent_max()) {
 		m.region = r;
+		m.fork = f;
+		m.base = base;
 		m.kind = first->kind;
 		m.lo = idx >= maxp - 1 ? idx - (maxp - 1) : 0;
 		m.hi = idx + (maxp - 1) < r->npages ? idx + (maxp - 1) :
@@ -481,7 +1021,7 @@ uffd_handle(struct worker *self, struct work *first)
 		nc = worker_take(self, uffd_match, &m, cand, UFFD_COALESCE_MAX);
 	}
 	for (k = 0; k < nc; k++)
-		cidx[k] = region_page_index(r, cand[k]->addr);
+		cidx[k] = (cand[k]->addr - base) / r->page_size;
 	if (nc > 0) {
 		plan_coalesce(cidx, nc, idx, maxp, &plo, &phi);
 		/* Claim outward from the fault; stop at the first misfit. */
@@ -518,7 +1058,7 @@ uffd_handle(struct worker *self, struct work *first)
 		}
 		for (i = lo; i <= hi; i++)
 			off[i - lo] = got[i - lo]->addr -
-			    (r->addr + i * r->page_size);
+			    (base + i * r->page_size);
 	}
 
 	now = was;
@@ -549,13 +1089,13 @@ uffd_handle(struct worker *self, struct work *first)
 		if (action != ACTION_MAP)
 			for (i = lo; i <= hi; i++)
 				state_mark_cleared(&r->state[i]);
-		error = uffd_continue(r, r->addr + lo * r->page_size,
+		error = uffd_continue_on(self, r, f, base + lo * r->page_size,
 		    (hi - lo + 1) * r->page_size);
 		if (error == -EFAULT && action == ACTION_MAP) {
 			/* A page left the file after the fault: refill. */
 			if ((error = uffd_populate(r, lo, hi - lo + 1)) == 0)
-				error = uffd_continue(r,
-				    r->addr + lo * r->page_size,
+				error = uffd_continue_on(self, r, f,
+				    base + lo * r->page_size,
 				    (hi - lo + 1) * r->page_size);
 		}
 		if (error == 0)
@@ -569,15 +1109,10 @@ uffd_handle(struct worker *self, struct work *first)
 	for (i = lo; i <= hi; i++) {
 		if (error == 0)
 			uffd_done(r, got[i - lo], 0);
-		else if (!uffd_client_gone(error)) {
-			log_warnx("region %llu: cannot serve fault at 0x%llx: "
-			    "%s", (unsigned long long)r->id,
-			    (unsigned long long)got[i - lo]->addr,
-			    strerror(-error));
-			uffd_poison(r, r->addr + i * r->page_size);
-		}
+		else
+			uffd_failed(r, f, base + i * r->page_size, error);
 		region_work_done(r);
-		free(got[i - lo]);
+		uffd_work_free(got[i - lo]);
 	}
 	/* Candidates left over: duplicates of a page just mapped, or later. */
 	for (k = 0; k < nc; k++) {
@@ -587,7 +1122,7 @@ uffd_handle(struct worker *self, struct work *first)
 		if (took) {
 			uffd_done(r, cand[k], 1);
 			region_work_done(r);
-			free(cand[k]);
+			uffd_work_free(cand[k]);
 		} else
 			worker_push(self, cand[k]);
 	}
