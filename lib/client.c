@@ -33,7 +33,9 @@
 /* What we ask of UFFDIO_API, as far as the kernel offers it. */
 #define LIB_UFFD_WANT	(UFFD_FEATURE_MISSING_HUGETLBFS | \
 	UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM | \
-	UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_THREAD_ID)
+	UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_THREAD_ID | \
+	UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP | \
+	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_FORK)
 
 /* The connection and its requests; before lib_rlock when both are held. */
 pthread_mutex_t		 lib_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -512,7 +514,23 @@ hpz_register(const struct hpz_region *region)
 	memset(&api, 0, sizeof(api));
 	api.api = UFFD_API;
 	api.features = offered & LIB_UFFD_WANT;
-	if (ioctl(uffd, UFFDIO_API, &api) == -1 || api.api != UFFD_API) {
+	/* On failure the kernel zeroes api: test what we asked for. */
+	if (ioctl(uffd, UFFDIO_API, &api) == -1 && errno == EPERM &&
+	    (offered & LIB_UFFD_WANT & UFFD_FEATURE_EVENT_FORK)) {
+		/*
+		 * Fork events need CAP_SYS_PTRACE.  Without them a child
+		 * that kept the range (no MADV_DONTFORK) is not served: it is
+		 * not registered at all and sees the file as it is.
+		 */
+		memset(&api, 0, sizeof(api));
+		api.api = UFFD_API;
+		api.features = offered & LIB_UFFD_WANT &
+		    ~(uint64_t)UFFD_FEATURE_EVENT_FORK;
+		if (ioctl(uffd, UFFDIO_API, &api) == -1)
+			api.api = 0;
+	} else if (api.api != UFFD_API)
+		api.api = 0;
+	if (api.api != UFFD_API) {
 		error = lib_fail(-ENOTSUP, "UFFDIO_API: %s", strerror(errno));
 		goto out;
 	}
