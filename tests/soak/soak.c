@@ -36,7 +36,8 @@
 #define HUGE_2M		(2UL << 20)
 #define SOAK_TRACE	256		/* last operations kept per region */
 
-enum { PG_ZERO, PG_DATA, PG_EITHER };	/* EITHER: the data or all zero */
+/* What a page must hold; EITHER: its data or all zero. */
+enum { PG_ZERO, PG_DATA, PG_EITHER };
 enum { K_HPZ2M, K_MEMFD2M, K_SHMEM };
 enum { B_NONE, B_TOUCH, B_REGISTER, B_UNREGISTER, B_RESET, B_DESTROY };
 
@@ -53,9 +54,10 @@ struct spage {
 
 /* One operation on a region, for the report of a violation. */
 struct strace {
-	uint64_t	 ms;		/* CLOCK_REALTIME, as soak.sh logs kills */
-	char		 op;		/* C reate, G register, w rite, Z reset,
-					   U nregister, f irst touch */
+	uint64_t	 ms;		/* CLOCK_REALTIME, as soak.sh logs */
+	char		 op;		/* C create, G register, w write,
+					   Z reset, U unregister, f first
+					   touch */
 	int		 error;
 	unsigned int	 flags;
 	size_t		 p0, n;
@@ -242,6 +244,7 @@ first_touch(struct sregion *sr, size_t p, int write, uint64_t v)
 	volatile uint64_t	*w = (volatile uint64_t *)((char *)sr->r.addr +
 	    p * sr->psz);
 	uint64_t		 t0, dt, got = 0;
+	struct timespec		 ts;
 
 	busy(B_TOUCH, sr, p);
 	t0 = now_ns();
@@ -259,9 +262,13 @@ first_touch(struct sregion *sr, size_t p, int write, uint64_t v)
 		me->block_max_ns = dt;
 	if (dt > bound_ns) {
 		me->over_bound++;
-		violation("first touch of region %lu page %zu blocked %.3f s "
-		    "(bound %.3f s: fallback %ld ms + 2 s)", sr->id, p,
-		    dt / 1e9, bound_ns / 1e9, fallback_ms);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		violation("first touch (%s) of region %lu page %zu blocked "
+		    "%.3f s until %lld.%03ld (bound %.3f s: fallback %ld ms "
+		    "+ 2 s)", write ? "write" : "read", sr->id, p, dt / 1e9,
+		    (long long)ts.tv_sec, ts.tv_nsec / 1000000, bound_ns / 1e9,
+		    fallback_ms);
+		trace_print(sr, p);
 	}
 	return (got);
 }

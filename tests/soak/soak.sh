@@ -91,7 +91,10 @@ nap() {
 }
 
 start_daemon || exit 1
-"$B/tests/soak/soak" &
+# Client and libhpz messages get the realtime of their arrival, to line
+# them up with the kills.
+"$B/tests/soak/soak" 2> >(while IFS= read -r l; do
+	printf '%s %s\n' "$(date +%s.%3N)" "$l"; done >&2) &
 spid=$!
 
 nkill=0 nterm=0 nabrt=0 restarts=0 long=0
@@ -133,6 +136,7 @@ fi
 wait "$spid"
 src=$?
 spid=
+sleep 0.3	# the time-stamper's last lines
 [ $src != 0 ] && bad=1
 
 if [ -n "$dpid" ]; then
