@@ -988,11 +988,17 @@ uffd_handle(struct worker *self, struct work *first)
 	}
 	scrub_fault(r, idx, first->kind);
 	action = state_fault_action(was, first->kind);
-	/* Raced a fault on the same page that mapped it: just wake. */
+	/*
+	 * Raced a fault on the same page that mapped it: map (or just wake)
+	 * while still holding the page.  Letting go first would let a reset
+	 * and the client's zap slip in before our map, which would then show
+	 * the client the old bytes of a page it was told reads zero.
+	 */
 	if (waited && was == PAGE_MAPPED) {
+		error = uffd_continue_on(self, r, f, base + idx * r->page_size,
+		    r->page_size);
 		state_release(&r->state[idx], was);
-		if ((error = uffd_continue_on(self, r, f,
-		    base + idx * r->page_size, r->page_size)) == 0)
+		if (error == 0)
 			uffd_done(r, first, 1);
 		else
 			uffd_failed(r, f, base + idx * r->page_size, error);
@@ -1068,6 +1074,14 @@ uffd_handle(struct worker *self, struct work *first)
 			now = PAGE_ZEROED;
 		break;
 	case ACTION_CLEAR:
+		/*
+		 * A garbage page the file may lack: allocate it first (we
+		 * write through our own mapping), then clear it whatever the
+		 * allocation found there.
+		 */
+		if (first->kind == FAULT_MISSING &&
+		    (error = uffd_populate(r, lo, hi - lo + 1)) != 0)
+			break;
 		if (r->page_size > uffd_extent_max())
 			error = uffd_clear_split(self, r, idx, off[0],
 			    uffd_extent_max(), 0);

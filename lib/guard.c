@@ -453,6 +453,10 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 		error = lib_populate(lr, idx);
 		break;
 	case ACTION_CLEAR:
+		/* A garbage page the file lacks: allocate it, then clear. */
+		if (kind == FAULT_MISSING &&
+		    (error = lib_populate(lr, idx)) != 0)
+			break;
 		memset((char *)lr->map + idx * lr->page_size, 0,
 		    lr->page_size);
 		break;

@@ -12,18 +12,21 @@
 #include "hpz-state.h"
 
 /*
- * What to do for a fault.  A MISSING fault means the file has no page, so
- * the kernel will hand out a zeroed one.  A MINOR fault on a page we were
- * told is garbage needs clearing; every other present page holds data and
- * is mapped untouched.
+ * What to do for a fault.  A garbage page is always cleared (allocated
+ * first if the file lacks it): the fault's kind says what the file held
+ * when the fault was taken, and a MISSING fault read late may find the
+ * page allocated since, by us ahead of it, with the old bytes a reset
+ * declared garbage.  Any other MISSING fault is served by allocating (the
+ * kernel zeroes new pages; a page that exists by then is left alone, it
+ * holds data); any other MINOR fault maps the page as it is.
  */
 enum page_action
 state_fault_action(uint8_t state, enum fault_kind kind)
 {
-	if (kind == FAULT_MISSING)
-		return (ACTION_POPULATE);
 	if ((state & PAGE_STATE_MASK) == PAGE_GARBAGE)
 		return (ACTION_CLEAR);
+	if (kind == FAULT_MISSING)
+		return (ACTION_POPULATE);
 	return (ACTION_MAP);
 }
 
