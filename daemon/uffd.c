@@ -36,9 +36,14 @@ struct uffdio_poison {
 #define UFFD_COALESCE_MAX	64
 /* Batches one pump reads at most while an ioctl waits for events. */
 #define UFFD_PUMP_BATCHES	16
-/* How long a map waits for the client's mm to settle, all tries. */
+/*
+ * How long a map waits for the client's mm to settle, all tries, and how
+ * long one sleep is.  The kernel lets a map fail with EAGAIN from the time
+ * an event is raised until the thread that raised it runs again after we
+ * read it: microseconds usually, so a short sleep, not a busy loop.
+ */
 #define UFFD_SETTLE_MS		30000
-#define UFFD_SETTLE_POLL_MS	100
+#define UFFD_SETTLE_POLL_MS	1
 /* Faults in a row on one page outside the region before it is poisoned. */
 #define UFFD_STRAY_POISON	3
 
