@@ -122,20 +122,19 @@ cd "$top/build"
 
 # demo: a daemon on a temporary socket and the demo client against it.
 step "reserving huge pages"
-NR=/proc/sys/vm/nr_hugepages
-old_nr=$(cat $NR)
+. "$top/tests/hugepages.sh"
 dir=$(mktemp -d /tmp/hpz-demo.XXXXXX)
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	echo "$old_nr" > $NR
+	hp_release
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
 size_mib=${HPZ_DEMO_MIB:-512}
-echo $((old_nr + 2 * size_mib / 2 + 16)) > $NR
+hp_reserve_2m $((2 * size_mib / 2 + 16))
 echo "2 MiB pages free: $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)" \
-	"(was $old_nr reserved; put back on exit)"
+	"($((2 * size_mib / 2 + 16)) added; taken away again on exit)"
 
 step "starting hpzerod on $dir/hpzerod.sock"
 ./daemon/hpzerod --socket "$dir/hpzerod.sock" 2>"$dir/hpzerod.log" &

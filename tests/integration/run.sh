@@ -14,25 +14,21 @@ if [ ! -e /dev/userfaultfd ] && ! grep -q 1 /proc/sys/vm/unprivileged_userfaultf
 	echo "note: no /dev/userfaultfd; relying on the userfaultfd syscall"
 fi
 
-NR=/proc/sys/vm/nr_hugepages
-G1=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
-old_nr=$(cat $NR)
-old_g1=$(cat $G1 2>/dev/null || echo)
+. "$(dirname "$0")/../hugepages.sh"
+hp_alone
 dir=$(mktemp -d /tmp/hpz-itest.XXXXXX)
 pid=
 cleanup() {
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	echo "$old_nr" > $NR
-	[ -n "$old_g1" ] && echo "$old_g1" > $G1 2>/dev/null
+	hp_release
 	rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
 
 # One 1 GiB page for its test, if the kernel can find one; then 2 MiB pages.
-[ -n "$old_g1" ] && echo $((old_g1 + 1)) > $G1 2>/dev/null
-want=$((old_nr + 400))
-echo $want > $NR
-echo "huge pages: 2 MiB free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) (asked $want total)," \
+hp_reserve_1g 1
+hp_reserve_2m 400
+echo "huge pages: 2 MiB free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) (400 added)," \
 	"1 GiB free $(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo 0)"
 
 sock=$dir/hpzerod.sock
@@ -44,7 +40,7 @@ if [ -n "${HPZ_VALGRIND:-}" ]; then
 	    --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
 	export HPZ_WAIT_SCALE=20
 fi
-$vg "$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
+$vg "$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" 8>&- &
 pid=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 if [ ! -S "$sock" ]; then
@@ -53,7 +49,7 @@ fi
 
 export HPZ_SOCKET=$sock HPZD_PID=$pid
 # One job: the tests share one daemon and read its counters.
-"$B/tests/integration/itest" --jobs 1 "$@"
+"$B/tests/integration/itest" --jobs 1 "$@" 8>&-
 rc=$?
 if ! kill -0 "$pid" 2>/dev/null; then
 	echo "hpzerod died during the tests"; rc=1

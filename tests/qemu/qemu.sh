@@ -53,7 +53,7 @@ if [ -s "$G/build.log" ]; then
 	echo "FAIL: warnings building the guest:"; cat "$G/build.log"; exit 1
 fi
 
-old_nr=$(cat $NR)
+. "$S/tests/hugepages.sh"
 dir=$(mktemp -d /tmp/hpz-qemu.XXXXXX)
 pid='' qpid='' mnt=''
 # shellcheck disable=SC2317  # called by the trap
@@ -61,13 +61,13 @@ cleanup() {
 	[ -n "$qpid" ] && kill "$qpid" 2>/dev/null && wait "$qpid" 2>/dev/null
 	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	[ -n "$mnt" ] && umount "$mnt" 2>/dev/null
-	echo "$old_nr" > "$NR"
+	hp_release
 	rm -rf "$dir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo $((old_nr + PAGES)) > "$NR"
+hp_reserve_2m "$PAGES"
 if [ "$(cat "$FREE")" -lt $((MEM_MB / 2)) ]; then
 	skip "only $(cat "$FREE") free 2 MiB huge pages, $((MEM_MB / 2)) needed"
 fi

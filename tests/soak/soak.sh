@@ -24,9 +24,9 @@ kills=${HPZ_SOAK_KILLS:-1}
 export HPZ_SOAK_SECONDS=$seconds HPZ_SOAK_PROCS=$procs HPZ_SOAK_HUGE=$huge
 export HPZ_FALLBACK_MS=${HPZ_FALLBACK_MS:-500}
 
-NR=/proc/sys/vm/nr_hugepages
 FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-old_nr=$(cat $NR)
+. "$(dirname "$0")/../hugepages.sh"
+hp_alone
 dir=$(mktemp -d /tmp/hpz-soak.XXXXXX)
 dpid=
 spid=
@@ -34,7 +34,7 @@ cleanup() {
 	[ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null
 	[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null &&
 	    wait "$dpid" 2>/dev/null
-	echo "$old_nr" > "$NR"
+	hp_release
 	if [ "${HPZ_SOAK_KEEP:-0}" = 1 ]; then
 		echo "soak: logs kept in $dir"
 	else
@@ -47,7 +47,7 @@ trap 'exit 130' INT TERM
 # Every process may map $huge pages at once; the rest is for the pool's
 # other users, who keep what they had.
 need=$((procs * huge + 16))
-echo $((old_nr + need)) > $NR
+hp_reserve_2m "$need"
 if [ "$(cat $FREE)" -lt "$need" ]; then
 	echo "SKIP: could not reserve $need huge pages of 2 MiB" \
 	    "(free $(cat $FREE))"
@@ -66,7 +66,7 @@ bad=0
 start_daemon() {
 	lives=$((lives + 1))
 	"$B/daemon/hpzerod" --socket "$sock" --workers 2 \
-	    2>"$dir/hpzerod.$lives.log" &
+	    2>"$dir/hpzerod.$lives.log" 8>&- &
 	dpid=$!
 	for _ in $(seq 400); do
 		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
@@ -93,7 +93,7 @@ nap() {
 start_daemon || exit 1
 # Client and libhpz messages get the realtime of their arrival, to line
 # them up with the kills.
-"$B/tests/soak/soak" 2> >(while IFS= read -r l; do
+"$B/tests/soak/soak" 8>&- 2> >(while IFS= read -r l; do
 	printf '%s %s\n' "$(date +%s.%3N)" "$l"; done >&2) &
 spid=$!
 
@@ -114,6 +114,7 @@ if [ "$kills" != 0 ]; then
 		kill -$sig "$dpid"
 		wait "$dpid" 2>/dev/null
 		st=$?
+		echo "$(date +%s.%3N) gone (status $st)" >> "$dir/events"
 		# SIGTERM is the clean stop: it must exit 0.
 		if [ $sig = TERM ] && [ $st != 0 ]; then
 			echo "soak: VIOLATION hpzerod exited with" \

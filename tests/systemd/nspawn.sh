@@ -46,8 +46,7 @@ done
 
 name=hpz-test-$$
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpz-nspawn.XXXXXX") || exit 1
-NR=/proc/sys/vm/nr_hugepages
-added=0
+. "$(dirname "$0")/../hugepages.sh"
 nspawn=
 pid1=
 client=
@@ -79,7 +78,7 @@ cleanup() {
 		done
 		[ -d "$d" ] && echo "note: could not remove $d"
 	done
-	[ "$added" -gt 0 ] && echo $(($(cat $NR) - added)) >$NR
+	hp_release
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -95,15 +94,11 @@ show() {
 }
 
 # --- the huge page pool -------------------------------------------------
-# Other tests may grow and shrink the pool meanwhile: add what is missing,
-# and on exit take off what we added rather than write an old value back.
+# Other tests may grow and shrink the pool meanwhile: add what we need,
+# and on exit take off what we added (tests/hugepages.sh).
 FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
 need=$((pages + 4))
-free=$(cat $FREE)
-if [ "$free" -lt "$need" ]; then
-	added=$((need - free))
-	echo $(($(cat $NR) + added)) >$NR
-fi
+hp_reserve_2m "$need"
 free=$(cat $FREE)
 [ "$free" -ge "$pages" ] || skip "only $free huge pages free, need $pages"
 
