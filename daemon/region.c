@@ -202,7 +202,7 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
     char *why, size_t whylen)
 {
 	struct hpz_state_header	*h;
-	uint64_t		 i;
+	uint64_t		 i, t0, waited;
 	int			 lockfd;
 
 	r->smaplen = HPZ_STATE_SIZE(r->npages);
@@ -211,7 +211,13 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 	if (r->smap == MAP_FAILED)
 		return (region_fail(why, whylen, -ENOMEM,
 		    "cannot map the state memfd: %s", strerror(errno)));
-	if ((lockfd = state_lock_server(sfd, 500)) < 0)
+	t0 = stats_now_ns();
+	lockfd = state_lock_server(sfd, 500);
+	if ((waited = (stats_now_ns() - t0) / 1000000) >= 50)
+		log_warnx("pid %d: waited %llu ms for a region's server lock "
+		    "(the event loop waits with it)", (int)r->pid,
+		    (unsigned long long)waited);
+	if (lockfd < 0)
 		return (region_fail(why, whylen, lockfd == -EAGAIN ? -EBUSY :
 		    lockfd, "cannot take the state memfd's server lock: %s",
 		    lockfd == -EAGAIN ? "another server holds it" :
@@ -464,10 +470,16 @@ region_move(struct region *r, struct client *to)
 static void
 region_drain(struct region *r)
 {
+	uint64_t	t0 = stats_now_ns(), waited;
+
 	pthread_mutex_lock(&r->lock);
 	while (atomic_load(&r->inflight) != 0)
 		pthread_cond_wait(&r->cond, &r->lock);
 	pthread_mutex_unlock(&r->lock);
+	if ((waited = (stats_now_ns() - t0) / 1000000) >= 100)
+		log_warnx("region %llu: waited %llu ms for its work in flight "
+		    "before letting it go (the event loop waits with it)",
+		    (unsigned long long)r->id, (unsigned long long)waited);
 }
 
 /* Drop every garbage page from the file, so no one can map stale bytes. */
@@ -568,7 +580,7 @@ region_find(struct client *c, uint64_t addr, uint64_t len, int exact)
 int
 region_reset(struct region *r, uint64_t addr, uint64_t len)
 {
-	uint64_t	first, last, i;
+	uint64_t	first, last, i, t0, waited;
 
 	if ((addr - r->addr) % r->page_size != 0 || len % r->page_size != 0)
 		return (-EINVAL);
@@ -576,8 +588,13 @@ region_reset(struct region *r, uint64_t addr, uint64_t len)
 	last = first + len / r->page_size;
 	for (i = first; i < last; i++)
 		state_reset(&r->state[i]);
+	t0 = stats_now_ns();
 	for (i = first; i < last; i++)
 		region_wait_page(r, i);
+	if ((waited = (stats_now_ns() - t0) / 1000000) >= 100)
+		log_warnx("region %llu: a reset waited %llu ms for busy pages "
+		    "(the event loop waits with it)", (unsigned long long)r->id,
+		    (unsigned long long)waited);
 	/* Background work starts on HPZ_MSG_SCRUB, after the client's zap. */
 	return (0);
 }

@@ -7,7 +7,9 @@
 # HPZ_SOAK_SECONDS (60), HPZ_SOAK_PROCS (8), HPZ_SOAK_KILLS (1; 0 runs
 # without kills), HPZ_SOAK_SEED, HPZ_FALLBACK_MS (500 here: libhpz serves
 # faults itself after that long without a daemon), HPZ_SOAK_KEEP=1 keeps
-# the daemon logs.  Exit 77 (skip) when the machine cannot run it.
+# the daemon logs, HPZ_SOAK_DAEMON_ARGS adds options to every hpzerod
+# started (e.g. "--scrub off").  Exit 77 (skip) when the machine cannot
+# run it.
 set -u
 : "${HPZ_BUILDDIR:?run from make check}"
 B=$HPZ_BUILDDIR
@@ -65,7 +67,7 @@ bad=0
 # file may still be there).
 start_daemon() {
 	lives=$((lives + 1))
-	"$B/daemon/hpzerod" --socket "$sock" --workers 2 \
+	"$B/daemon/hpzerod" --socket "$sock" --workers 2 ${HPZ_SOAK_DAEMON_ARGS:-} \
 	    2>"$dir/hpzerod.$lives.log" 8>&- &
 	dpid=$!
 	for _ in $(seq 400); do
