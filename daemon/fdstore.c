@@ -21,7 +21,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <linux/falloc.h>
 #include <linux/userfaultfd.h>
 
 #include <systemd/sd-daemon.h>
@@ -30,6 +29,8 @@
 
 static const char	fdstore_kinds[FDSTORE_KINDS] = { 'u', 'f', 's', 'p' };
 static int		fdstore_on;
+
+static void	fdstore_drop(uint64_t id, int *fds);
 
 /* Store regions when systemd gave us a notify socket (and not disabled). */
 void
@@ -54,7 +55,7 @@ fdstore_pidfd(pid_t pid)
 }
 
 /* The pid a pidfd names, 0 once it exited, -1 if unknown. */
-pid_t
+static pid_t
 fdstore_pidfd_pid(int pidfd)
 {
 	char	 path[64], line[256];
@@ -101,20 +102,27 @@ fdstore_remember(struct region *r)
 	r->stored = 1;
 }
 
-/* Take a region's descriptors out of the store. */
-void
-fdstore_forget(struct region *r)
+/* Take the descriptors stored under region id's names out of the store. */
+static void
+fdstore_remove(uint64_t id)
 {
 	char	msg[128];
 	int	i;
 
-	if (!r->stored)
-		return;
 	for (i = 0; i < FDSTORE_KINDS; i++) {
 		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=hpz-r%llu-%c",
-		    (unsigned long long)r->id, fdstore_kinds[i]);
+		    (unsigned long long)id, fdstore_kinds[i]);
 		(void)sd_notify(0, msg);
 	}
+}
+
+/* Take a region's descriptors out of the store. */
+void
+fdstore_forget(struct region *r)
+{
+	if (!r->stored)
+		return;
+	fdstore_remove(r->id);
 	r->stored = 0;
 }
 
@@ -153,7 +161,7 @@ fdstore_release(uint64_t id, int *fds, const char *why)
 	_Atomic uint8_t		*st;
 	struct stat		 sb;
 	void			*map = MAP_FAILED;
-	uint64_t		 i, n;
+	uint64_t		 left;
 	int			 lockfd = -1;
 
 	log_warnx("stored region %llu: not taken back: %s; its garbage pages "
@@ -172,29 +180,19 @@ fdstore_release(uint64_t id, int *fds, const char *why)
 	if ((lockfd = state_lock_server(fds[2], 500)) < 0)
 		goto out;
 	st = (_Atomic uint8_t *)((char *)map + HPZ_STATE_PAGES_OFF);
-	n = h->npages;
-	state_recover(st, n);
-	for (i = 0; i < n; i++) {
-		if ((atomic_load(&st[i]) & PAGE_STATE_MASK) != PAGE_GARBAGE)
-			continue;
-		if (fallocate(fds[1], FALLOC_FL_PUNCH_HOLE |
-		    FALLOC_FL_KEEP_SIZE, (off_t)(h->offset + i * h->page_size),
-		    (off_t)h->page_size) == -1) {
-			log_warn("stored region %llu: punch hole",
-			    (unsigned long long)id);
-			continue;	/* stays garbage: never mapped as is */
-		}
-		atomic_store(&st[i], PAGE_KEEP);
-	}
+	state_recover(st, h->npages);
+	(void)state_drop_garbage(st, h->npages, fds[1], h->offset,
+	    h->page_size, NULL, NULL, &left);
 	/*
 	 * With no garbage left the kernel may serve the range.  A page we
 	 * could not punch keeps the range registered: libhpz serves it
 	 * (clearing that page) once it sees no daemon.
 	 */
-	for (i = 0; i < n; i++)
-		if ((atomic_load(&st[i]) & PAGE_STATE_MASK) == PAGE_GARBAGE)
-			break;
-	if (fds[0] >= 0 && h->len != 0 && i == n) {
+	if (left != 0)
+		log_warnx("stored region %llu: %llu garbage pages could not be "
+		    "punched: the range stays registered",
+		    (unsigned long long)id, (unsigned long long)left);
+	if (fds[0] >= 0 && h->len != 0 && left == 0) {
 		struct uffdio_range	range = { h->addr, h->len };
 
 		(void)ioctl(fds[0], UFFDIO_UNREGISTER, &range);
@@ -208,20 +206,17 @@ out:
 }
 
 /* Close a stored region's fds and take them out of the store. */
-void
+static void
 fdstore_drop(uint64_t id, int *fds)
 {
-	char	msg[128];
 	int	i;
 
 	for (i = 0; i < FDSTORE_KINDS; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
 		fds[i] = -1;
-		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=hpz-r%llu-%c",
-		    (unsigned long long)id, fdstore_kinds[i]);
-		(void)sd_notify(0, msg);
 	}
+	fdstore_remove(id);
 }
 
 /* Take one stored region back. */

@@ -50,6 +50,8 @@ struct region {
 	int			 uffd;
 	int			 fd;
 	int			 sfd;		/* page-state memfd */
+	dev_t			 sdev;		/* its inode, to know it again */
+	ino_t			 sino;
 	int			 lockfd;	/* holds its server lock */
 	void			*smap;		/* our mapping of it */
 	size_t			 smaplen;
@@ -441,11 +443,9 @@ int		 control_uid_usage(uid_t, int *clients, int *regions,
 void		 fdstore_init(int enable);
 int		 fdstore_enabled(void);
 int		 fdstore_pidfd(pid_t);
-pid_t		 fdstore_pidfd_pid(int pidfd);
 void		 fdstore_remember(struct region *);
 void		 fdstore_forget(struct region *);
 int		 fdstore_parse_name(const char *, uint64_t *id);
-void		 fdstore_drop(uint64_t id, int *fds);
 void		 fdstore_retake(int n, const int *fds, char **names);
 
 /* stats.c */

@@ -202,9 +202,15 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
     char *why, size_t whylen)
 {
 	struct hpz_state_header	*h;
+	struct stat		 st;
 	uint64_t		 i, t0, waited;
 	int			 lockfd;
 
+	if (fstat(sfd, &st) == -1)
+		return (region_fail(why, whylen, -EINVAL,
+		    "cannot stat the state fd: %s", strerror(errno)));
+	r->sdev = st.st_dev;
+	r->sino = st.st_ino;
 	r->smaplen = HPZ_STATE_SIZE(r->npages);
 	r->smap = mmap(NULL, r->smaplen, PROT_READ | PROT_WRITE, MAP_SHARED,
 	    sfd, 0);
@@ -426,13 +432,12 @@ struct region *
 region_find_state(int sfd)
 {
 	struct region	*r;
-	struct stat	 a, b;
+	struct stat	 st;
 
-	if (fstat(sfd, &a) == -1)
+	if (fstat(sfd, &st) == -1)
 		return (NULL);
 	TAILQ_FOREACH(r, &region_all, all)
-		if (fstat(r->sfd, &b) == 0 && a.st_dev == b.st_dev &&
-		    a.st_ino == b.st_ino)
+		if (r->sdev == st.st_dev && r->sino == st.st_ino)
 			return (r);
 	return (NULL);
 }
@@ -482,41 +487,25 @@ region_drain(struct region *r)
 		    (unsigned long long)r->id, (unsigned long long)waited);
 }
 
+/* The file would not punch pages [first, first+n): clear them. */
+static int
+region_clear_run(void *arg, uint64_t first, uint64_t n)
+{
+	struct region	*r = arg;
+
+	log_warn("region %llu: punch hole", (unsigned long long)r->id);
+	clear_range((char *)r->map + first * r->page_size, n * r->page_size);
+	clear_fence();
+	return (0);
+}
+
 /* Drop every garbage page from the file, so no one can map stale bytes. */
 static void
 region_punch_garbage(struct region *r)
 {
-	uint64_t	i, start, n;
-	uint8_t		s;
-
-	for (i = 0; i < r->npages; i = start + n) {
-		s = atomic_load(&r->state[i]);
-		start = i;
-		n = 1;
-		if (!state_needs_punch(s))
-			continue;
-		while (start + n < r->npages &&
-		    state_needs_punch(atomic_load(&r->state[start + n])))
-			n++;
-		if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		    (off_t)(r->offset + start * r->page_size),
-		    (off_t)(n * r->page_size)) == -1) {
-			/* Cannot drop them: clear them instead. */
-			log_warn("region %llu: punch hole",
-			    (unsigned long long)r->id);
-			clear_range((char *)r->map + start * r->page_size,
-			    n * r->page_size);
-			clear_fence();
-		}
-		/*
-		 * Holes (or zeros) from now on: whatever the kernel puts there
-		 * once the range is unregistered is the client's data, so the
-		 * state must say so for a daemon that adopts it later.
-		 */
-		for (i = start; i < start + n; i++)
-			atomic_store(&r->state[i], PAGE_KEEP);
-		atomic_fetch_add(&stats.pages_punched, n);
-	}
+	atomic_fetch_add(&stats.pages_punched, state_drop_garbage(r->state,
+	    r->npages, r->fd, r->offset, r->page_size, region_clear_run, r,
+	    NULL));
 }
 
 /*

@@ -33,17 +33,7 @@
 
 #include "libhpz.h"
 #include "hpz-state.h"
-
-#ifndef UFFDIO_POISON
-/* Linux 6.6; Debian 12's headers predate it. */
-#define _UFFDIO_POISON	(0x08)
-struct uffdio_poison {
-	struct uffdio_range	range;
-	__u64			mode;
-	__s64			updated;
-};
-#define UFFDIO_POISON	_IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
-#endif
+#include "uffd-compat.h"
 
 #define LIB_FALLBACK_MS_DEFAULT	2000
 /* How often we try to reach a daemon while it is away. */
@@ -202,6 +192,28 @@ lib_map_backing(struct lib_region *lr)
 	return (p);
 }
 
+/* Where lib_clear_run writes: our serving map, or one made for it. */
+struct lib_clear {
+	struct lib_region	*lr;
+	void			*map;
+};
+
+/* The file would not punch pages [first, first+n): write zeros instead. */
+static int
+lib_clear_run(void *arg, uint64_t first, uint64_t n)
+{
+	struct lib_clear	*lc = arg;
+	struct lib_region	*lr = lc->lr;
+
+	if (lc->map == NULL && (lc->map = lib_map_backing(lr)) == NULL) {
+		lib_warn("region %p: cannot drop or clear garbage: it stays "
+		    "registered", (void *)lr->addr);
+		return (-1);
+	}
+	memset((char *)lc->map + first * lr->page_size, 0, n * lr->page_size);
+	return (0);
+}
+
 /*
  * Drop every garbage page from the file and call it kept (server lock
  * held), as the daemon does before it lets go of a range: whatever the
@@ -210,35 +222,12 @@ lib_map_backing(struct lib_region *lr)
 static void
 lib_punch_garbage(struct lib_region *lr)
 {
-	uint64_t	 i, start, n;
-	void		*map = lr->map;
+	struct lib_clear	lc = { lr, lr->map };
 
-	for (i = 0; i < lr->npages; i = start + n) {
-		start = i;
-		n = 1;
-		if (!state_needs_punch(atomic_load(&lr->state[i])))
-			continue;
-		while (start + n < lr->npages &&
-		    state_needs_punch(atomic_load(&lr->state[start + n])))
-			n++;
-		if (fallocate(lr->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		    (off_t)(lr->offset + start * lr->page_size),
-		    (off_t)(n * lr->page_size)) == -1) {
-			/* Cannot drop them: clear them instead. */
-			if (map == NULL && (map = lib_map_backing(lr)) == NULL) {
-				lib_warn("region %p: cannot drop or clear "
-				    "garbage: it stays registered",
-				    (void *)lr->addr);
-				return;
-			}
-			memset((char *)map + start * lr->page_size, 0,
-			    n * lr->page_size);
-		}
-		for (i = start; i < start + n; i++)
-			atomic_store(&lr->state[i], PAGE_KEEP);
-	}
-	if (map != lr->map)
-		munmap(map, lr->len);
+	(void)state_drop_garbage(lr->state, lr->npages, lr->fd, lr->offset,
+	    lr->page_size, lib_clear_run, &lc, NULL);
+	if (lc.map != NULL && lc.map != lr->map)
+		munmap(lc.map, lr->len);
 }
 
 /* Stop serving a region ourselves (rlock held): unmap, drop the lock. */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <linux/falloc.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -106,6 +107,48 @@ int
 state_needs_punch(uint8_t state)
 {
 	return ((state & PAGE_STATE_MASK) == PAGE_GARBAGE);
+}
+
+/*
+ * Drop the garbage pages of a region from its file (fd; page 0 of the
+ * region at offset), a run at a time, and mark them PAGE_KEEP: they are
+ * holes from then on, and whatever the kernel puts there once the range is
+ * no longer served is the client's.  A run the file will not punch goes to
+ * clear(arg, first, n), which writes zeros another way and returns 0; if it
+ * cannot (or clear is NULL) the run stays garbage.  Only the holder of the
+ * server lock may call this.  Returns how many pages were dropped; *left
+ * (if not NULL) says how many stay garbage.
+ */
+uint64_t
+state_drop_garbage(_Atomic uint8_t *pages, uint64_t npages, int fd,
+    uint64_t offset, uint64_t page_size,
+    int (*clear)(void *arg, uint64_t first, uint64_t n), void *arg,
+    uint64_t *left)
+{
+	uint64_t	i, start, n, dropped = 0, kept = 0;
+
+	for (i = 0; i < npages; i = start + n) {
+		start = i;
+		n = 1;
+		if (!state_needs_punch(atomic_load(&pages[i])))
+			continue;
+		while (start + n < npages &&
+		    state_needs_punch(atomic_load(&pages[start + n])))
+			n++;
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		    (off_t)(offset + start * page_size),
+		    (off_t)(n * page_size)) == -1 &&
+		    (clear == NULL || clear(arg, start, n) != 0)) {
+			kept += n;
+			continue;
+		}
+		for (i = start; i < start + n; i++)
+			atomic_store(&pages[i], PAGE_KEEP);
+		dropped += n;
+	}
+	if (left != NULL)
+		*left = kept;
+	return (dropped);
 }
 
 /*

@@ -4,6 +4,8 @@
  * recovery from a server that died holding pages.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -443,4 +445,66 @@ Test(recover, server_lock_dies_with_holder)
 	close(mfd);
 	close(pfd[0]);
 	close(pfd[1]);
+}
+
+/* Garbage leaves the file, data stays, and the state says so. */
+static int	drop_calls;
+
+static int
+drop_clear_fails(void *arg, uint64_t first, uint64_t n)
+{
+	(void)arg;
+	(void)first;
+	(void)n;
+	drop_calls++;
+	return (-1);
+}
+
+Test(recover, drop_garbage_punches_runs_and_keeps_data)
+{
+	_Atomic uint8_t	pages[6];
+	uint8_t		in[6] = { PAGE_MAPPED, PAGE_GARBAGE, PAGE_GARBAGE,
+			    PAGE_ZEROED, PAGE_GARBAGE, PAGE_KEEP };
+	unsigned char	buf[4096];
+	uint64_t	left = 9, i;
+	int		fd, rofd;
+	char		path[64];
+
+	fd = memfd_create("test-drop", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	memset(buf, 0xab, sizeof(buf));
+	for (i = 0; i < 6; i++) {
+		cr_assert_eq(pwrite(fd, buf, sizeof(buf), (off_t)(i * 4096)),
+		    4096);
+		atomic_init(&pages[i], in[i]);
+	}
+	/* A file that will not punch: the runs go to clear, and stay. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	rofd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(rofd, 0);
+	cr_assert_eq(state_drop_garbage(pages, 6, rofd, 0, 4096,
+	    drop_clear_fails, NULL, &left), 0);
+	cr_assert_eq(left, 3);
+	cr_assert_eq(drop_calls, 2, "one call a run, not a page");
+	cr_assert_eq(atomic_load(&pages[1]), PAGE_GARBAGE);
+	close(rofd);
+
+	cr_assert_eq(state_drop_garbage(pages, 6, fd, 0, 4096, NULL, NULL,
+	    &left), 3);
+	cr_assert_eq(left, 0);
+	for (i = 0; i < 6; i++) {
+		cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)(i * 4096)),
+		    4096);
+		if (in[i] == PAGE_GARBAGE) {
+			cr_expect_eq(atomic_load(&pages[i]), PAGE_KEEP,
+			    "page %llu", (unsigned long long)i);
+			cr_expect_eq(buf[0] | buf[4095], 0, "page %llu not "
+			    "punched", (unsigned long long)i);
+		} else {
+			cr_expect_eq(atomic_load(&pages[i]), in[i]);
+			cr_expect_eq(buf[0], 0xab, "page %llu lost its data",
+			    (unsigned long long)i);
+		}
+	}
+	close(fd);
 }
