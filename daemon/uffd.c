@@ -18,17 +18,7 @@
 #include <event2/event.h>
 
 #include "hpzerod.h"
-
-#ifndef UFFDIO_POISON
-/* Linux 6.6; Debian 12's headers predate it. */
-#define _UFFDIO_POISON	(0x08)
-struct uffdio_poison {
-	struct uffdio_range	range;
-	__u64			mode;
-	__s64			updated;
-};
-#define UFFDIO_POISON	_IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
-#endif
+#include "uffd-compat.h"
 
 /* Faults read at once before other sources get a turn. */
 #define UFFD_READ_BATCH	64
