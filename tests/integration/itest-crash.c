@@ -79,12 +79,9 @@ cr_now_us(void)
 static void
 cr_daemon_start(struct cr *c)
 {
-	const char	*dir = getenv("HPZ_BUILDDIR");
-	char		 path[512];
+	const char	*path = itest_daemon_path();
 	int		 i, fd;
 
-	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
-	snprintf(path, sizeof(path), "%s/daemon/hpzerod", dir);
 	unlink(c->sock);
 	c->daemon = fork();
 	cr_assert_geq(c->daemon, 0);

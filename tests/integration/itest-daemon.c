@@ -28,17 +28,6 @@ struct sd {
 	pid_t	pid;
 };
 
-static const char *
-daemon_path(void)
-{
-	static char	path[512];
-	const char	*dir = getenv("HPZ_BUILDDIR");
-
-	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
-	snprintf(path, sizeof(path), "%s/daemon/hpzerod", dir);
-	return (path);
-}
-
 static int
 sd_bind(int type, const char *path, int listening)
 {
@@ -79,7 +68,7 @@ sd_start(struct sd *s)
 		setenv("LISTEN_PID", pidbuf, 1);
 		setenv("LISTEN_FDS", "1", 1);
 		setenv("NOTIFY_SOCKET", s->notify, 1);
-		execl(daemon_path(), "hpzerod", "--workers", "2",
+		execl(itest_daemon_path(), "hpzerod", "--workers", "2",
 		    "--socket", "/nonexistent/not-used.sock", (char *)NULL);
 		_exit(121);
 	}
@@ -181,7 +170,7 @@ Test(daemon, refuses_second_daemon_on_live_socket)
 	int	status;
 
 	snprintf(cmd, sizeof(cmd), "%s --socket %s 2>/dev/null",
-	    daemon_path(), getenv("HPZ_SOCKET"));
+	    itest_daemon_path(), getenv("HPZ_SOCKET"));
 	status = system(cmd);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
 	    "second hpzerod status 0x%x", status);
@@ -195,15 +184,15 @@ Test(daemon, bad_command_line)
 	int	status;
 
 	snprintf(cmd, sizeof(cmd), "%s --workers 0 2>/dev/null",
-	    daemon_path());
+	    itest_daemon_path());
 	status = system(cmd);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
 	snprintf(cmd, sizeof(cmd), "%s --no-such-option 2>/dev/null",
-	    daemon_path());
+	    itest_daemon_path());
 	status = system(cmd);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
 	snprintf(cmd, sizeof(cmd), "%s --version | grep -q '^hpzerod '",
-	    daemon_path());
+	    itest_daemon_path());
 	status = system(cmd);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
@@ -238,7 +227,7 @@ conf_start(const char *conf, const char *sock)
 		int	null = open("/dev/null", O_WRONLY);
 
 		dup2(null, 2);
-		execl(daemon_path(), "hpzerod", "--config", conf, "--socket",
+		execl(itest_daemon_path(), "hpzerod", "--config", conf, "--socket",
 		    sock, (char *)NULL);
 		_exit(121);
 	}
@@ -310,13 +299,13 @@ Test(daemon, bad_settings_file_refused_at_start)
 	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
 	conf_write(conf, "[workers]\nroute = sideways\n");
 	snprintf(cmd, sizeof(cmd), "%s --config %s --socket %s/x.sock 2>&1 | "
-	    "grep -q 'hpzerod.conf:2: route must be'", daemon_path(), conf,
+	    "grep -q 'hpzerod.conf:2: route must be'", itest_daemon_path(), conf,
 	    dir);
 	status = system(cmd);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	    "no line-numbered reason for a bad settings file");
 	snprintf(cmd, sizeof(cmd), "%s --config %s/missing.conf --socket "
-	    "%s/x.sock 2>/dev/null", daemon_path(), dir, dir);
+	    "%s/x.sock 2>/dev/null", itest_daemon_path(), dir, dir);
 	status = system(cmd);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
 	unlink(conf);

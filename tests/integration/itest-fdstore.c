@@ -45,17 +45,6 @@ struct fs {
 	int		ready;
 };
 
-static const char *
-fs_daemon(void)
-{
-	static char	path[512];
-	const char	*dir = getenv("HPZ_BUILDDIR");
-
-	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
-	snprintf(path, sizeof(path), "%s/daemon/hpzerod", dir);
-	return (path);
-}
-
 static void
 fs_remove(struct fs *s, const char *name)
 {
@@ -177,7 +166,7 @@ fs_start(struct fs *s)
 		setenv("LISTEN_FDNAMES", names, 1);
 	}
 	setenv("NOTIFY_SOCKET", s->notify, 1);
-	execl(fs_daemon(), "hpzerod", "--workers", "2", "--socket", s->sock,
+	execl(itest_daemon_path(), "hpzerod", "--workers", "2", "--socket", s->sock,
 	    (char *)NULL);
 	_exit(122);
 }

@@ -143,6 +143,18 @@ itest_status(void)
 	return (st);
 }
 
+/* The hpzerod binary of the build under test. */
+const char *
+itest_daemon_path(void)
+{
+	static char	 path[512];
+	const char	*dir = getenv("HPZ_BUILDDIR");
+
+	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
+	snprintf(path, sizeof(path), "%s/daemon/hpzerod", dir);
+	return (path);
+}
+
 /* A fresh page-state memfd for npages pages, sealed as libhpz makes it. */
 int
 itest_state_memfd(uint64_t npages)

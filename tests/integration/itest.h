@@ -27,6 +27,7 @@ struct hpz_status itest_status_faults(const struct hpz_status *,
 		    unsigned long long);
 int		 itest_raw_connect(void);
 int		 itest_state_memfd(uint64_t npages);
+const char	*itest_daemon_path(void);
 int		 itest_daemon_fds(void);
 int		 itest_make_uffd(void *addr, size_t len, uint64_t *features,
 		    uint64_t *ioctls);
