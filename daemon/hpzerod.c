@@ -355,6 +355,8 @@ main(int argc, char **argv)
 
 	if ((hpzd_base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
+	/* The uffd event plumbing exists before any region needs it. */
+	uffd_init();
 	if (topo_init(&topo, "") == -1)
 		log_warnx("cannot read the CPU topology: workers not pinned");
 	if (clear_init(hpzd_conf.clear_kernel[0] != '\0' ?

@@ -212,6 +212,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	hpzd_start_ns = stats_now_ns();
 	if ((hpzd_base = event_base_new()) == NULL)
 		fuzz_fail("event_base_new failed");
+	/* As the daemon does at start: not in the first input that registers. */
+	uffd_init();
 	if ((fd = fuzz_userfaultfd()) != -1) {
 		fuzz_have_uffd = 1;
 		close(fd);
