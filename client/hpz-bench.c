@@ -108,6 +108,9 @@ static const struct bench_mode bench_modes[] = {
 	    "HPZ_NO_SCRUB: every garbage page cleared by its fault" },
 	{ "fresh",		0,			0, 0, 0, BG_NONE,
 	    NULL },
+	{ "fresh-discard",	HPZ_DISCARD | HPZ_NO_SCRUB, 0, 0, 0, BG_NONE,
+	    "fresh, HPZ_DISCARD|HPZ_NO_SCRUB: each first touch allocates and"
+	    " clears" },
 	{ "idle-recycled",	0,			1, 1, 0, BG_CLEAR,
 	    "written, hpz_reset, idle while the scrubbers clear it, touched" },
 	{ "idle-premap",	HPZ_PREMAP,		1, 1, 0, BG_CLEAR,
@@ -364,9 +367,10 @@ bench_usage(FILE *f)
 	    "  -t list     touching threads (default 1,2)\n"
 	    "  -p list     page sizes (default 2m,1g)\n"
 	    "  -m list     modes (default recycled,fresh), or all:\n"
-	    "              recycled, fresh, idle-recycled, idle-premap,\n"
-	    "              idle-fresh-eager, idle-fresh-eager-premap,\n"
-	    "              onfault-ahead, busy-recycled\n"
+	    "              recycled, fresh, fresh-discard, idle-recycled,\n"
+	    "              idle-premap, idle-fresh-eager,\n"
+	    "              idle-fresh-eager-premap, onfault-ahead,\n"
+	    "              busy-recycled\n"
 	    "  -I ms       idle time of the idle-* modes (default: twice the\n"
 	    "              region at the single-core clear bandwidth, at\n"
 	    "              least %d ms)\n"
