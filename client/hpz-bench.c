@@ -41,7 +41,7 @@
 
 #include "hpz.h"
 #include "size.h"
-#include "hpzerod.h"
+#include "clear.h"
 
 #ifndef MAP_HUGE_SHIFT
 #define MAP_HUGE_SHIFT		26

@@ -1,13 +1,21 @@
 /*
  * clear.c - clear kernels, the choice between them, and the order in which
- * a huge page is cleared: the bulk with non-temporal stores, then the
+ * huge pages are cleared: the bulk with non-temporal stores, then the
  * faulting subpage's neighbourhood with ordinary stores so that it is
- * cache-hot when the client resumes.  Self-contained: no log, no stats, so
- * that client/hpz-bench can link clear.o alone.
+ * cache-hot when the client resumes; one page in extents shared with
+ * helpers; every write into a client's file behind a recovery point.
+ * Self-contained: no log, no stats, no workers (see clear.h), so that
+ * client/hpz-bench can link clear.o alone.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
@@ -497,26 +505,292 @@ clear_range(void *p, size_t len)
 	clear_fence();
 }
 
-/* Clear a page so that the fault's neighbourhood is written last, with
- * ordinary stores, and is still in the cache when the client resumes. */
-void
-clear_page(void *page, size_t page_size, size_t fault_off, size_t hot_size)
-{
-	char	*c = page;
-	size_t	 start, len, end;
+/*
+ * Writes into a client's file can meet SIGBUS: the client may truncate or
+ * punch the file under us, seal it, or the pool may have no page for a
+ * hole.  Each such write runs behind a per-thread recovery point: the
+ * handler jumps back only when the fault lies in the range this very
+ * thread armed, and the write fails with -EFAULT for that region alone.
+ * Any other SIGBUS is not ours: the previous disposition is put back and
+ * the fault happens again under it (a bug of ours still dies loudly).
+ * The daemon owns its process, so a process-wide handler is its to set.
+ */
+struct clear_guard {
+	sigjmp_buf		 jb;
+	uintptr_t		 lo;
+	uintptr_t		 hi;
+	volatile sig_atomic_t	 armed;
+};
+static __thread struct clear_guard	 clear_tguard;
+static pthread_once_t		 clear_guard_once = PTHREAD_ONCE_INIT;
+static struct sigaction		 clear_old_bus;
 
-	plan_window(page_size, fault_off, hot_size, &start, &len);
-	end = start + len;
-	if (start != 0 || end != page_size) {
-		/* The piece farther from the fault goes first. */
-		if (start > page_size - end) {
-			clear_bulk(c, start);
-			clear_bulk(c + end, page_size - end);
-		} else {
-			clear_bulk(c + end, page_size - end);
-			clear_bulk(c, start);
-		}
-		clear_fence();
+static void
+clear_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	struct clear_guard	*g = &clear_tguard;
+	uintptr_t		 a = (uintptr_t)si->si_addr;
+
+	(void)uc;
+	if (g->armed && si->si_code > 0 && a >= g->lo && a < g->hi) {
+		g->armed = 0;
+		siglongjmp(g->jb, 1);
 	}
-	clear_hot(c + start, len);
+	sigaction(SIGBUS, &clear_old_bus, NULL);
+	if (si->si_code <= 0)
+		raise(sig);	/* sent, not a fault: deliver it again */
+}
+
+static void
+clear_guard_install(void)
+{
+	struct sigaction	sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = clear_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &clear_old_bus);
+}
+
+/*
+ * Run body(arg), which writes inside [p, p+len) only.  0, or -EFAULT if a
+ * write there met SIGBUS (the rest of body did not run).  Not nested.
+ */
+int
+clear_guarded(void *p, size_t len, void (*body)(void *), void *arg)
+{
+	struct clear_guard	*g = &clear_tguard;
+
+	pthread_once(&clear_guard_once, clear_guard_install);
+	if (sigsetjmp(g->jb, 1) != 0) {
+		clear_fence();
+		return (-EFAULT);
+	}
+	g->lo = (uintptr_t)p;
+	g->hi = (uintptr_t)p + len;
+	atomic_signal_fence(memory_order_seq_cst);
+	g->armed = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	body(arg);
+	atomic_signal_fence(memory_order_seq_cst);
+	g->armed = 0;
+	return (0);
+}
+
+struct clear_span {
+	void	*p;
+	size_t	 len;
+};
+
+static void
+clear_range_body(void *arg)
+{
+	struct clear_span	*s = arg;
+
+	clear_range(s->p, s->len);
+}
+
+/* clear_range behind a recovery point: 0, or -EFAULT. */
+int
+clear_range_guarded(void *p, size_t len)
+{
+	struct clear_span	s = { p, len };
+
+	return (clear_guarded(p, len, clear_range_body, &s));
+}
+
+/* Pages clear_pages works on. */
+struct clear_batch {
+	char			*base;
+	size_t			 page_size;
+	size_t			 n;
+	const uint64_t		*off;
+	size_t			 hot;
+	struct clear_cost	*cost;
+};
+
+static void
+clear_pages_body(void *arg)
+{
+	struct plan_extent	 ext[8];
+	struct clear_batch	*b = arg;
+	uint64_t		 ws, wl, t0, t1;
+	size_t			 i, e, n;
+	char			*page;
+
+	t0 = clear_now_ns();
+	for (i = 0; i < b->n; i++) {
+		page = b->base + i * b->page_size;
+		plan_window(b->page_size, b->off[i], b->hot, &ws, &wl);
+		n = plan_split(b->page_size, ws, wl, b->page_size, ext, 8);
+		for (e = 0; e < n; e++) {
+			clear_bulk(page + ext[e].off, ext[e].len);
+			b->cost->bulk_bytes += ext[e].len;
+		}
+	}
+	clear_fence();
+	t1 = clear_now_ns();
+	b->cost->bulk_ns += t1 - t0;
+	for (i = 0; i < b->n; i++) {
+		page = b->base + i * b->page_size;
+		plan_window(b->page_size, b->off[i], b->hot, &ws, &wl);
+		clear_hot(page + ws, wl);
+		b->cost->hot_bytes += wl;
+	}
+	b->cost->hot_ns += clear_now_ns() - t1;
+}
+
+/*
+ * Clear n adjacent pages (each within an extent) at base: the bulk of
+ * every page with streaming stores, farthest from its fault (fault_off[i])
+ * first, one fence, then each faulting neighbourhood (hot bytes) with
+ * ordinary stores, so it is in cache when the client resumes.  0, or
+ * -EFAULT if the file refused a write.
+ */
+int
+clear_pages(char *base, size_t page_size, size_t n, const uint64_t *fault_off,
+    size_t hot, struct clear_cost *cost)
+{
+	struct clear_batch	b = { base, page_size, n, fault_off, hot, cost };
+
+	return (clear_guarded(base, n * page_size, clear_pages_body, &b));
+}
+
+/* A page cleared in extents by whoever takes them. */
+struct clear_job {
+	char			*base;
+	size_t			 n;
+	atomic_size_t		 next;		/* next extent to take */
+	atomic_size_t		 remaining;	/* extents not yet done */
+	atomic_int		 refs;		/* the last one frees */
+	atomic_int		 failed;	/* a write met SIGBUS */
+	atomic_uint_fast64_t	 bulk_ns;
+	atomic_uint_fast64_t	 bulk_bytes;
+	struct plan_extent	 ext[CLEAR_JOB_EXTENTS_MAX];
+};
+
+/* The job's sizes must fit what the planner may ask of them. */
+_Static_assert(CLEAR_JOB_EXTENTS_MAX == (1ULL << 30) / PLAN_EXTENT_MIN + 2,
+    "CLEAR_JOB_EXTENTS_MAX does not match PLAN_EXTENT_MIN");
+
+void
+clear_job_get(struct clear_job *job)
+{
+	atomic_fetch_add(&job->refs, 1);
+}
+
+void
+clear_job_put(struct clear_job *job)
+{
+	if (atomic_fetch_sub(&job->refs, 1) == 1)
+		free(job);
+}
+
+static void
+clear_extent_body(void *arg)
+{
+	struct clear_span	*s = arg;
+
+	clear_bulk(s->p, s->len);
+}
+
+/*
+ * Take and clear a job's extents until none is left (the owner, or a
+ * helper).  Each extent behind its own recovery point, so that one that
+ * fails still counts as done and nobody waits for it forever.
+ */
+void
+clear_job_run(struct clear_job *job)
+{
+	struct clear_span	s;
+	uint64_t		t0;
+	size_t			i;
+
+	while ((i = atomic_fetch_add(&job->next, 1)) < job->n) {
+		if (!atomic_load(&job->failed)) {
+			s.p = job->base + job->ext[i].off;
+			s.len = job->ext[i].len;
+			t0 = clear_now_ns();
+			if (clear_guarded(s.p, s.len, clear_extent_body,
+			    &s) != 0)
+				atomic_store(&job->failed, 1);
+			atomic_fetch_add(&job->bulk_ns, clear_now_ns() - t0);
+			atomic_fetch_add(&job->bulk_bytes, s.len);
+		}
+		/* Our streaming stores land before anyone maps. */
+		clear_fence();
+		atomic_fetch_sub(&job->remaining, 1);
+	}
+}
+
+/* A page cut in n pieces of whole subpages, none under the minimum. */
+size_t
+clear_piece(size_t page_size, int n)
+{
+	size_t	piece = (page_size / (size_t)(n > 0 ? n : 1) + 4095) &
+		    ~(size_t)4095;
+
+	return (piece < PLAN_EXTENT_MIN ? PLAN_EXTENT_MIN : piece);
+}
+
+static void
+clear_hot_body(void *arg)
+{
+	struct clear_span	*s = arg;
+
+	clear_hot(s->p, s->len);
+}
+
+/*
+ * Clear one page as a job others may share: cut in extents of at most
+ * extent bytes, farthest from the fault first, offered to helpers through
+ * offer() (which takes a reference for each one it asks and returns how
+ * many), taken by us too; then the faulting neighbourhood, here, last,
+ * with ordinary stores.  *helped: helpers asked.  0, -EFAULT (a write
+ * met SIGBUS), -ENOMEM, -E2BIG (too many extents).
+ */
+int
+clear_split(char *page, size_t page_size, size_t fault_off, size_t hot,
+    size_t extent, int (*offer)(struct clear_job *, void *), void *arg,
+    int *helped, struct clear_cost *cost)
+{
+	struct clear_job	*job;
+	struct clear_span	 s;
+	uint64_t		 ws, wl, t0;
+	int			 failed, n = 0;
+
+	*helped = 0;
+	plan_window(page_size, fault_off, hot, &ws, &wl);
+	if ((job = calloc(1, sizeof(*job))) == NULL)
+		return (-ENOMEM);
+	job->base = page;
+	job->n = plan_split(page_size, ws, wl, extent, job->ext,
+	    CLEAR_JOB_EXTENTS_MAX);
+	if (job->n == 0 && page_size > wl) {
+		free(job);
+		return (-E2BIG);
+	}
+	atomic_init(&job->remaining, job->n);
+	atomic_init(&job->refs, 1);
+	if (offer != NULL && job->n > 1)
+		n = offer(job, arg);
+	*helped = n;
+	clear_job_run(job);
+	while (atomic_load(&job->remaining) != 0)
+		sched_yield();
+	failed = atomic_load(&job->failed);
+	cost->bulk_ns += atomic_load(&job->bulk_ns);
+	cost->bulk_bytes += atomic_load(&job->bulk_bytes);
+	clear_job_put(job);
+	if (failed)
+		return (-EFAULT);
+	s.p = page + ws;
+	s.len = wl;
+	t0 = clear_now_ns();
+	if (clear_guarded(s.p, s.len, clear_hot_body, &s) != 0)
+		return (-EFAULT);
+	cost->hot_ns += clear_now_ns() - t0;
+	cost->hot_bytes += wl;
+	return (0);
 }

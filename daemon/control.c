@@ -334,26 +334,63 @@ control_unregister(struct client *c, struct hpz_msg *m)
 	return (control_reply(c, m->u.hdr.seq, 0, id, "unregistered"));
 }
 
+/* A reset's answer, held until no thread of ours holds a page of it. */
+struct control_reset_reply {
+	struct client	*c;
+	uint32_t	 seq;
+	uint64_t	 id;
+};
+
+/*
+ * The held answer of a reset (from the loop).  A client that cannot take
+ * it is dropped when its socket says so; a region gone first (the client
+ * dropped, or the region released) means no answer.
+ */
+static void
+control_reset_done(void *arg, int error)
+{
+	struct control_reset_reply	*p = arg;
+
+	if (error == 0) {
+		atomic_fetch_add(&stats.resets, 1);
+		if (control_reply(p->c, p->seq, 0, p->id, "reset") == -1)
+			log_debug("client %llu: reset answer not sent",
+			    (unsigned long long)p->c->id);
+	}
+	free(p);
+}
+
 static int
 control_reset(struct client *c, struct hpz_msg *m)
 {
-	struct region	*r;
-	int		 error;
+	struct control_reset_reply	*p;
+	struct region			*r;
+	int				 error;
 
 	r = region_find(c, m->u.range.addr, m->u.range.len, 0);
 	if (r == NULL)
 		return (control_refuse(c, m->u.hdr.seq, -ENXIO, "reset",
 		    "range is not inside a region registered by this "
 		    "connection"));
-	error = region_reset(r, m->u.range.addr, m->u.range.len);
-	if (error != 0)
-		return (control_refuse(c, m->u.hdr.seq, error, "reset",
-		    "range is not aligned to the region's pages"));
-	atomic_fetch_add(&stats.resets, 1);
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return (control_refuse(c, m->u.hdr.seq, -ENOMEM, "reset",
+		    "out of memory"));
+	p->c = c;
+	p->seq = m->u.hdr.seq;
+	p->id = r->id;
 	log_debug("client %llu: region %llu reset 0x%llx +%llu",
 	    (unsigned long long)c->id, (unsigned long long)r->id,
 	    (unsigned long long)m->u.range.addr,
 	    (unsigned long long)m->u.range.len);
+	error = region_reset(r, m->u.range.addr, m->u.range.len,
+	    control_reset_done, p);
+	if (error == 1)
+		return (0);	/* answered by control_reset_done */
+	free(p);
+	if (error != 0)
+		return (control_refuse(c, m->u.hdr.seq, error, "reset",
+		    "range is not aligned to the region's pages"));
+	atomic_fetch_add(&stats.resets, 1);
 	return (control_reply(c, m->u.hdr.seq, 0, r->id, "reset"));
 }
 

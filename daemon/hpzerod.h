@@ -15,6 +15,8 @@
 #include "hpz.h"
 #include "hpz-protocol.h"
 #include "hpz-state.h"
+#include "resolve.h"
+#include "clear.h"
 
 struct event;
 struct event_base;
@@ -27,7 +29,9 @@ struct event_base;
 struct client;
 struct bucket;
 struct ufork;
+struct region_reset;
 TAILQ_HEAD(uforks, ufork);
+TAILQ_HEAD(region_resets, region_reset);
 #define REGION_MOVED_MAX	4
 
 struct region {
@@ -63,9 +67,13 @@ struct region {
 	_Atomic uint8_t		*state;		/* npages entries, in smap */
 	struct event		*ev;
 
-	atomic_int		 inflight;	/* queued or running work */
+	atomic_int		 inflight;	/* queued, parked or running work */
 	pthread_mutex_t		 lock;
-	pthread_cond_t		 cond;		/* a page left BUSY, inflight fell */
+	pthread_cond_t		 cond;		/* inflight fell */
+	struct resolve_table	 rt;		/* who holds which page (resolve.c) */
+	struct region_resets	 resets;	/* resets whose reply waits */
+	struct event		*reset_ev;	/* the next slice of a reset */
+	atomic_uint_fast64_t	 tamper_log_ns;	/* last warning of tampering */
 
 	int			 node;		/* client's preferred node or -1 */
 	pid_t			 pid;		/* client, for THREAD_ID lookups */
@@ -82,7 +90,6 @@ struct region {
 	uint64_t		 ahead_last;	/* last missing fault's page */
 	uint64_t		 ahead_pages;	/* current read-ahead window */
 	atomic_int		 dying;		/* being destroyed: stop */
-	atomic_int		 fault_waiting;	/* a fault waits on a busy page */
 	atomic_uint_fast64_t	 bg_cleared;
 	atomic_uint_fast64_t	 faults;
 	atomic_uint_fast64_t	 cleared;
@@ -178,16 +185,8 @@ int		 topo_read_llc(const char *root, int cpu, uint64_t *size,
 		    int *sharing);
 int		 topo_init(struct topo *, const char *root);
 
-/* A clear too big for one worker: extents taken by several. */
-#define JOB_EXTENTS_MAX		((1ULL << 30) / PLAN_EXTENT_MIN + 2)
-struct job {
-	char			*base;		/* our mapping of the page */
-	size_t			 n;
-	struct plan_extent	 ext[JOB_EXTENTS_MAX];
-	atomic_size_t		 next;		/* next extent to take */
-	atomic_size_t		 remaining;	/* extents not yet cleared */
-	atomic_int		 refs;		/* last one frees */
-};
+/* A clear too big for one worker: extents taken by several (clear.h). */
+#define JOB_EXTENTS_MAX		CLEAR_JOB_EXTENTS_MAX
 
 enum work_type {
 	WORK_FAULT,		/* resolve a fault */
@@ -203,8 +202,11 @@ struct work {
 	enum fault_kind		 kind;
 	uint32_t		 tid;
 	uint64_t		 t_read;	/* ns, when read from the uffd */
-	struct job		*job;		/* WORK_ASSIST */
+	struct clear_job	*job;		/* WORK_ASSIST */
 	struct ufork		*fork;		/* from a child's uffd, or NULL */
+	struct resolve_waiter	 park;		/* waiting for a page (resolve.c) */
+	uint64_t		 due;		/* deferred: ns when it runs again */
+	uint64_t		 backoff;	/* deferred: ns it waited last */
 };
 TAILQ_HEAD(workq, work);
 
@@ -300,11 +302,12 @@ void		 region_move(struct region *, struct client *);
 void		 region_destroy(struct region *);
 struct region	*region_find(struct client *, uint64_t addr, uint64_t len,
 		    int exact);
-int		 region_reset(struct region *, uint64_t addr, uint64_t len);
+int		 region_reset(struct region *, uint64_t addr, uint64_t len,
+		    void (*done)(void *, int), void *arg);
+void		 region_reset_work(struct region *);
+void		 region_resolve_init(struct region *);
 uint64_t	 region_page_index(const struct region *, uint64_t addr);
-void		 region_wait_page(struct region *, uint64_t idx);
 void		 region_work_done(struct region *);
-void		 region_wake_waiters(struct region *);
 int		 region_set_policy(struct region *, uint32_t flags, int prio);
 int		 region_populate(struct region *, uint64_t idx, uint64_t n);
 int		 region_check_mapping(pid_t pid, uint64_t addr, uint64_t len,
@@ -322,8 +325,13 @@ void		 uffd_read_cb(int fd, short events, void *arg);
 int		 uffd_read(struct region *, struct worker *self);
 void		 uffd_handle(struct worker *, struct work *);
 void		 uffd_assist(struct work *);
-int		 uffd_continue(struct region *, uint64_t addr, uint64_t len);
-int		 uffd_premap(struct region *, uint64_t addr, uint64_t len);
+void		 uffd_work_cancel(struct work *);
+int		 uffd_premap(struct region *, uint64_t addr, uint64_t len,
+		    uint64_t *done);
+void		 uffd_kick(void);
+void		 uffd_region_gone(struct region *, const char *why);
+void		 uffd_region_refused(struct region *, const char *why);
+void		 uffd_tampered(struct region *, int n);
 void		 uffd_init(void);
 void		 uffd_region_init(struct region *);
 void		 uffd_forks_release(struct region *);
@@ -342,44 +350,17 @@ void		 worker_submit(struct work *, int fault_cpu, int page_node);
 void		 worker_push(struct worker *, struct work *);
 size_t		 worker_take(struct worker *, int (*match)(struct work *,
 		    void *), void *arg, struct work **out, size_t max);
-int		 worker_assist(struct job *, struct region *, uint64_t idx,
-		    struct worker *self, int awake_only);
+int		 worker_assist(struct clear_job *, struct region *,
+		    uint64_t idx, struct worker *self, int awake_only);
+void		 worker_defer(struct work *, uint64_t delay_ns);
+void		 worker_cancel(struct region *, struct workq *out);
+void		 worker_requeue(struct work *);
 int		 worker_spinning(const struct worker *self);
 void		 worker_poll_add(struct region *);
 void		 worker_poll_remove(struct region *);
 int		 worker_id(const struct worker *);
 
-/* clear.c: clear kernels, chosen at start.  Self-contained (no log/stats)
- * so that client/hpz-bench can link it to measure the machine. */
-enum clear_kind {
-	CLEAR_AVX512_NT,	/* "avx512-nt": vmovntdq zmm */
-	CLEAR_AVX2_NT,		/* "avx2-nt": vmovntdq ymm */
-	CLEAR_SSE2_NT,		/* "sse2-nt": movntdq xmm */
-	CLEAR_REP_STOSB,	/* "rep-stosb" */
-	CLEAR_MEMSET,		/* "memset" */
-	CLEAR_NKINDS
-};
-struct clear_kernel {
-	const char	*name;
-	enum clear_kind	 kind;
-	int		 nontemporal;
-	/* Any alignment and length; no fence. */
-	void		(*fn)(void *p, size_t len);
-};
-extern const struct clear_kernel *clear_bulk_kernel;	/* the bulk */
-extern const struct clear_kernel *clear_hot_kernel;	/* ordinary stores */
-int		 clear_supported(enum clear_kind);
-const struct clear_kernel *clear_kernel(enum clear_kind);
-const struct clear_kernel *clear_kernel_by_name(const char *);
-int		 clear_init(const char *bulk, const char *hot, char *why,
-		    size_t whylen);
-double		 clear_calibrated_gbs(enum clear_kind);
-void		 clear_bulk(void *p, size_t len);
-void		 clear_hot(void *p, size_t len);
-void		 clear_fence(void);
-void		 clear_range(void *p, size_t len);
-void		 clear_page(void *page, size_t page_size, size_t fault_off,
-		    size_t hot_size);
+/* clear.c: see clear.h. */
 
 /* conf.c: hpzerod.conf (INI, parsed with libinih). */
 struct conf {

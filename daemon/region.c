@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,15 @@
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
 static uint64_t	 region_next_id = 1;
+
+/* A reset being marked, or whose reply waits for pages our threads hold. */
+struct region_reset {
+	TAILQ_ENTRY(region_reset) entry;
+	uint64_t		 next;		/* first page still to mark */
+	uint64_t		 end;
+	void			(*done)(void *, int);
+	void			*arg;
+};
 
 static int	region_fail(char *, size_t, int, const char *, ...)
 		    __attribute__((format(printf, 4, 5)));
@@ -369,6 +379,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 
 	if ((error = region_take_state(r, sfd, m, why, whylen)) != 0)
 		goto fail;
+	region_resolve_init(r);
 
 	/* No reservation of our own: the client's mapping holds it. */
 	r->map = mmap(NULL, r->len, PROT_READ | PROT_WRITE,
@@ -471,41 +482,141 @@ region_move(struct region *r, struct client *to)
 	to->nregions++;
 }
 
-/* Block until every work item queued for the region has finished. */
+/*
+ * The region's private record of held pages and its count of garbage
+ * pages (resolve.c), once the page state is taken: every page garbage for
+ * HPZ_DISCARD, none in a fresh state, and what an adopted state says.
+ */
+void
+region_resolve_init(struct region *r)
+{
+	uint64_t	i, garbage = 0;
+
+	if (r->adopted) {
+		for (i = 0; i < r->npages; i++)
+			if ((atomic_load(&r->state[i]) & PAGE_STATE_MASK) ==
+			    PAGE_GARBAGE)
+				garbage++;
+	} else if (r->flags & HPZ_DISCARD)
+		garbage = r->npages;
+	resolve_table_init(&r->rt, r->state, r->npages, garbage);
+	TAILQ_INIT(&r->resets);
+}
+
+/*
+ * Block until every work item of the region has finished.  What is parked
+ * (a page held, the region going) or deferred (the client's mm changing)
+ * is let go instead of waited for: nothing a client does keeps us here.
+ * What runs is bounded (a clear, an allocation, a map that does not wait).
+ */
 static void
 region_drain(struct region *r)
 {
-	uint64_t	t0 = stats_now_ns(), waited;
+	struct resolve_waiters	 parked = TAILQ_HEAD_INITIALIZER(parked);
+	struct workq		 deferred = TAILQ_HEAD_INITIALIZER(deferred);
+	struct resolve_waiter	*pw;
+	struct work		*w;
+	struct timespec		 ts;
+	uint64_t		 t0 = stats_now_ns(), waited;
 
-	pthread_mutex_lock(&r->lock);
-	while (atomic_load(&r->inflight) != 0)
-		pthread_cond_wait(&r->cond, &r->lock);
-	pthread_mutex_unlock(&r->lock);
+	for (;;) {
+		resolve_cancel_waiters(&r->rt, &parked);
+		worker_cancel(r, &deferred);
+		while ((pw = TAILQ_FIRST(&parked)) != NULL) {
+			TAILQ_REMOVE(&parked, pw, entry);
+			uffd_work_cancel((struct work *)(void *)((char *)pw -
+			    offsetof(struct work, park)));
+		}
+		while ((w = TAILQ_FIRST(&deferred)) != NULL) {
+			TAILQ_REMOVE(&deferred, w, entry);
+			uffd_work_cancel(w);
+		}
+		pthread_mutex_lock(&r->lock);
+		if (atomic_load(&r->inflight) == 0) {
+			pthread_mutex_unlock(&r->lock);
+			break;
+		}
+		/* Again soon: a holder may park or defer more meanwhile. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+		pthread_mutex_unlock(&r->lock);
+	}
 	if ((waited = (stats_now_ns() - t0) / 1000000) >= 100)
 		log_warnx("region %llu: waited %llu ms for its work in flight "
 		    "before letting it go (the event loop waits with it)",
 		    (unsigned long long)r->id, (unsigned long long)waited);
 }
 
-/* The file would not punch pages [first, first+n): clear them. */
+/*
+ * The file would not punch pages [first, first+n) (sealed against writes,
+ * say): write zeros through our mapping instead, a page at a time behind
+ * a recovery point (clear.c).  A page the file no longer has past its end
+ * (truncated) holds nothing anyone can read: done.  Any other write the
+ * file refuses leaves the run garbage (-1), logged.
+ */
 static int
 region_clear_run(void *arg, uint64_t first, uint64_t n)
 {
 	struct region	*r = arg;
+	struct stat	 st;
+	uint64_t	 i;
+	int		 error = 0;
 
 	log_warn("region %llu: punch hole", (unsigned long long)r->id);
-	clear_range((char *)r->map + first * r->page_size, n * r->page_size);
-	clear_fence();
-	return (0);
+	for (i = first; i < first + n; i++) {
+		if (clear_range_guarded((char *)r->map + i * r->page_size,
+		    r->page_size) == 0)
+			continue;
+		if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size <=
+		    r->offset + i * r->page_size)
+			continue;
+		log_warnx("region %llu: cannot clear garbage page %llu "
+		    "either (the file refused the write): it stays in the "
+		    "file", (unsigned long long)r->id,
+		    (unsigned long long)i);
+		error = -1;
+	}
+	return (error);
 }
 
-/* Drop every garbage page from the file, so no one can map stale bytes. */
+/*
+ * Drop every garbage page from the file, so no one can map stale bytes.
+ * A region we believe holds no garbage is not walked (a sparse region
+ * can have 2^28 pages): a client that wrote garbage bytes behind our back
+ * leaves its own stale bytes in its own file, nothing else.
+ */
 static void
 region_punch_garbage(struct region *r)
 {
-	atomic_fetch_add(&stats.pages_punched, state_drop_garbage(r->state,
-	    r->npages, r->fd, r->offset, r->page_size, region_clear_run, r,
-	    NULL));
+	uint64_t	dropped;
+
+	if (resolve_garbage(&r->rt) == 0)
+		return;
+	dropped = state_drop_garbage(r->state, r->npages, r->fd, r->offset,
+	    r->page_size, region_clear_run, r, NULL);
+	resolve_forget_garbage(&r->rt, dropped);
+	atomic_fetch_add(&stats.pages_punched, dropped);
+}
+
+/* Tell the resets still waiting that the region is gone (main thread). */
+static void
+region_reset_cancel(struct region *r)
+{
+	struct region_reset	*rr;
+
+	while ((rr = TAILQ_FIRST(&r->resets)) != NULL) {
+		TAILQ_REMOVE(&r->resets, rr, entry);
+		rr->done(rr->arg, -ECANCELED);
+		free(rr);
+	}
+	if (r->reset_ev != NULL)
+		event_free(r->reset_ev);
+	r->reset_ev = NULL;
 }
 
 /*
@@ -522,6 +633,7 @@ region_destroy(struct region *r)
 	worker_poll_remove(r);
 	event_del(r->ev);
 	region_drain(r);
+	region_reset_cancel(r);
 	region_punch_garbage(r);
 	uffd_unregister(r);
 	/* Children's uffds last: closing one lets the kernel serve them. */
@@ -539,6 +651,7 @@ region_destroy(struct region *r)
 	close(r->sfd);
 	if (r->pidfd >= 0)
 		close(r->pidfd);
+	resolve_table_destroy(&r->rt);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->evlock);
@@ -563,56 +676,99 @@ region_find(struct client *c, uint64_t addr, uint64_t len, int exact)
 }
 
 /*
- * Declare [addr, addr+len) garbage.  Returns once no worker still holds a
- * page of it, so the client's zap that follows cannot race a late map.
+ * Pages one turn of the event loop marks at most: a reset of a sparse
+ * 1 TiB region of 4 KiB pages (2^28 pages) goes in slices, other clients
+ * served between them.
+ */
+#define REGION_RESET_SLICE	16384
+
+static void
+region_reset_cb(int fd, short events, void *arg)
+{
+	(void)fd;
+	(void)events;
+	region_reset_work(arg);
+}
+
+/*
+ * Go on with the resets queued on r, in order (main thread): mark the
+ * next slice of the first; once it is all marked and no page a thread of
+ * ours held when the reset came is still held, tell its caller.  Called
+ * again on the next turn (a slice left), or when a holder lets go.
+ */
+void
+region_reset_work(struct region *r)
+{
+	struct region_reset	*rr;
+	uint64_t		 n;
+
+	while ((rr = TAILQ_FIRST(&r->resets)) != NULL) {
+		if (rr->next < rr->end) {
+			n = rr->end - rr->next < REGION_RESET_SLICE ?
+			    rr->end - rr->next : REGION_RESET_SLICE;
+			resolve_reset(&r->rt, rr->next, n);
+			rr->next += n;
+			if (rr->next < rr->end) {
+				if (r->reset_ev == NULL &&
+				    (r->reset_ev = event_new(hpzd_base, -1, 0,
+				    region_reset_cb, r)) == NULL)
+					fatalx("cannot schedule a reset");
+				event_active(r->reset_ev, EV_TIMEOUT, 0);
+				return;
+			}
+		}
+		if (resolve_resets_pending(&r->rt) != 0)
+			return;		/* the last holder kicks us */
+		TAILQ_REMOVE(&r->resets, rr, entry);
+		rr->done(rr->arg, 0);
+		free(rr);
+	}
+}
+
+/*
+ * Declare [addr, addr+len) garbage.  The client zaps its mapping once we
+ * answer, so we may answer only when no thread of ours can still map old
+ * bytes of the range: the pages it held when the reset came are marked
+ * in its hold (resolve.c), and the answer waits until they are let go.
+ * No page a client's state calls busy is waited for (only our own holds
+ * count), and nothing blocks the loop.  Returns 0 when done now (the
+ * caller answers), 1 when done(arg, 0) will be called later from the loop
+ * (done(arg, -ECANCELED) if the region goes first), or -EINVAL.
  */
 int
-region_reset(struct region *r, uint64_t addr, uint64_t len)
+region_reset(struct region *r, uint64_t addr, uint64_t len,
+    void (*done)(void *, int), void *arg)
 {
-	uint64_t	first, last, i, t0, waited;
+	struct region_reset	*rr;
+	uint64_t		 first, n;
 
 	if ((addr - r->addr) % r->page_size != 0 || len % r->page_size != 0)
 		return (-EINVAL);
 	first = region_page_index(r, addr);
-	last = first + len / r->page_size;
-	for (i = first; i < last; i++)
-		state_reset(&r->state[i]);
-	t0 = stats_now_ns();
-	for (i = first; i < last; i++)
-		region_wait_page(r, i);
-	if ((waited = (stats_now_ns() - t0) / 1000000) >= 100)
-		log_warnx("region %llu: a reset waited %llu ms for busy pages "
-		    "(the event loop waits with it)", (unsigned long long)r->id,
-		    (unsigned long long)waited);
+	n = len / r->page_size;
+	if (TAILQ_EMPTY(&r->resets) && n <= REGION_RESET_SLICE) {
+		resolve_reset(&r->rt, first, n);
+		if (resolve_resets_pending(&r->rt) == 0)
+			return (0);
+		first += n;	/* marked: only the answer waits */
+		n = 0;
+	}
+	if ((rr = calloc(1, sizeof(*rr))) == NULL)
+		fatal("calloc");
+	rr->next = first;
+	rr->end = first + n;
+	rr->done = done;
+	rr->arg = arg;
+	TAILQ_INSERT_TAIL(&r->resets, rr, entry);
+	region_reset_work(r);
 	/* Background work starts on HPZ_MSG_SCRUB, after the client's zap. */
-	return (0);
+	return (1);
 }
 
 uint64_t
 region_page_index(const struct region *r, uint64_t addr)
 {
 	return ((addr - r->addr) / r->page_size);
-}
-
-/* Sleep until no worker owns page idx. */
-void
-region_wait_page(struct region *r, uint64_t idx)
-{
-	if ((atomic_load(&r->state[idx]) & PAGE_BUSY) == 0)
-		return;
-	pthread_mutex_lock(&r->lock);
-	while (atomic_load(&r->state[idx]) & PAGE_BUSY)
-		pthread_cond_wait(&r->cond, &r->lock);
-	pthread_mutex_unlock(&r->lock);
-}
-
-/* A page left BUSY: wake the faults waiting for it. */
-void
-region_wake_waiters(struct region *r)
-{
-	pthread_mutex_lock(&r->lock);
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
 }
 
 /* A worker finished an item of this region: wake anyone waiting. */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 
 struct bucket {
 	pthread_mutex_t	 lock;
+	int		 refs;		/* under scrub_lock */
 	double		 rate;		/* bytes per ns, 0: unlimited */
 	double		 tokens;	/* bytes that may go now; < 0: debt */
 	uint64_t	 last;		/* ns of the last refill */
@@ -56,14 +58,25 @@ bucket_new(double gbs)
 	if ((b = calloc(1, sizeof(*b))) == NULL)
 		return (NULL);
 	pthread_mutex_init(&b->lock, NULL);
+	b->refs = 1;
 	bucket_set(b, gbs);
 	return (b);
 }
 
+/*
+ * Let go of a bucket: the last reference frees it.  Always under
+ * scrub_lock, even for NULL: a client freed after this cannot be the one
+ * a background thread is reading the budget of (scrub_client_budget).
+ */
 void
 bucket_free(struct bucket *b)
 {
-	if (b == NULL)
+	int	last;
+
+	pthread_mutex_lock(&scrub_lock);
+	last = b != NULL && --b->refs == 0;
+	pthread_mutex_unlock(&scrub_lock);
+	if (!last)
 		return;
 	pthread_mutex_destroy(&b->lock);
 	free(b);
@@ -122,15 +135,39 @@ scrub_budget_gbs(int client)
 	return (gbs);
 }
 
+/*
+ * The budget of r's client, with a reference.  The main thread may hand r
+ * to another client (region_move) and free the old one meanwhile
+ * (control_drop after control_orphan_check): reading r->client and taking
+ * the reference under scrub_lock, which bucket_free takes too, means we
+ * see either the old client before its budget is let go, or the new one.
+ */
+static struct bucket *
+scrub_client_budget(struct region *r)
+{
+	struct client	*c;
+	struct bucket	*b;
+
+	pthread_mutex_lock(&scrub_lock);
+	c = __atomic_load_n(&r->client, __ATOMIC_ACQUIRE);
+	if ((b = c->budget) != NULL)
+		b->refs++;
+	pthread_mutex_unlock(&scrub_lock);
+	return (b);
+}
+
 /* Wait until both budgets allow bytes more of background work. */
 static void
 scrub_throttle(struct region *r, uint64_t bytes)
 {
-	struct timespec	ts;
-	uint64_t	now = stats_now_ns(), wg, wc, wait;
+	struct timespec	 ts;
+	struct bucket	*cb;
+	uint64_t	 now = stats_now_ns(), wg, wc, wait;
 
 	wg = bucket_take(scrub_global, bytes, now);
-	wc = bucket_take(r->client->budget, bytes, now);
+	cb = scrub_client_budget(r);
+	wc = bucket_take(cb, bytes, now);
+	bucket_free(cb);
 	wait = wg > wc ? wg : wc;
 	if (wait == 0)
 		return;
@@ -252,17 +289,11 @@ scrub_fault(struct region *r, uint64_t idx, enum fault_kind kind)
 	pthread_mutex_unlock(&scrub_lock);
 }
 
-/* Garbage pages of r not yet cleared. */
+/* Garbage pages of r not yet cleared: our own count, O(1) (resolve.c). */
 uint64_t
 scrub_region_pending(const struct region *r)
 {
-	uint64_t	i, n = 0;
-
-	for (i = 0; i < r->npages; i++)
-		if ((atomic_load(&r->state[i]) & PAGE_STATE_MASK) ==
-		    PAGE_GARBAGE)
-			n++;
-	return (n);
+	return (resolve_garbage((struct resolve_table *)&r->rt));
 }
 
 /* Garbage pages of every region (main thread). */
@@ -277,56 +308,121 @@ scrub_pending_pages(void)
 	return (n);
 }
 
-/*
- * Map a ready page before the client touches it.  EEXIST: the client still
- * has it mapped (its own zap is on the way), which is no premap.
- */
-static int
-scrub_premap(struct region *r, uint64_t idx)
-{
-	int	error;
+/* What a background transaction works with (the operations' argument). */
+struct scrub_ctx {
+	struct region	*r;
+	enum scrub_kind	 kind;
+	int		 premap;
+	int		 eager;
+	int		 premapped;
+};
 
-	/* EAGAIN (an event pending) is retried once the events are read. */
-	if ((error = uffd_premap(r, uffd_region_addr(r) + idx * r->page_size,
-	    r->page_size)) != 0)
-		return (error);
-	atomic_fetch_add(&stats.bg_pages_premapped, 1);
-	return (0);
+static int
+scrub_op_populate(struct resolve *rs, uint64_t idx, uint64_t n)
+{
+	struct scrub_ctx	*x = rs->arg;
+
+	return (region_populate(x->r, idx, n));
+}
+
+struct scrub_extent {
+	char	*p;
+	size_t	 len;
+};
+
+static void
+scrub_extent_body(void *arg)
+{
+	struct scrub_extent	*e = arg;
+
+	clear_bulk(e->p, e->len);
 }
 
 /*
- * Clear one garbage page with streaming stores, an extent at a time; give
- * up (leaving it garbage) as soon as a fault waits for the page, so that
- * no fault waits behind more than one extent.  The page is allocated
- * first: writing through our mapping to a page the file lacks would take
- * one from the pool, or kill us with SIGBUS when the pool is empty.
- * 1 if cleared.
+ * Clear one garbage page with streaming stores, an extent at a time, each
+ * behind a recovery point (clear.c): the client may truncate or punch its
+ * file under us.  Give up (the page stays garbage) as soon as a fault
+ * waits on the region, so that no fault waits behind more than one
+ * extent.  The page is allocated first: writing through our mapping to a
+ * page the file lacks would take one from the pool, or meet SIGBUS when
+ * the pool is empty.  0, -EINTR (given up), -EFAULT (the file refused).
  */
 static int
-scrub_clear(struct region *r, uint64_t idx)
+scrub_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 {
-	uint64_t	ext, off, n, t0;
-	char		*page = (char *)r->map + idx * r->page_size;
+	struct scrub_ctx	*x = rs->arg;
+	struct region		*r = x->r;
+	struct scrub_extent	 e;
+	uint64_t		 ext, off, len, t0;
+	char			*page = (char *)r->map + lo * r->page_size;
 
-	if (region_populate(r, idx, 1) != 0)
-		return (0);	/* no page to be had: the fault will say so */
-
+	if (n != 1 || region_populate(r, lo, 1) != 0)
+		return (-EINTR);	/* no page to be had: the fault says */
 	ext = worker_config.extent_max != 0 ? worker_config.extent_max :
 	    plan_extent_max(topo.llc_share);
-	for (off = 0; off < r->page_size; off += n) {
-		if (off != 0 && atomic_load(&r->fault_waiting) != 0)
-			return (0);
-		n = r->page_size - off < ext ? r->page_size - off : ext;
+	for (off = 0; off < r->page_size; off += len) {
+		if (off != 0 && atomic_load(&r->rt.nwaiting) != 0)
+			return (-EINTR);
+		len = r->page_size - off < ext ? r->page_size - off : ext;
+		e.p = page + off;
+		e.len = len;
 		t0 = stats_now_ns();
-		clear_bulk(page + off, n);
+		if (clear_guarded(e.p, e.len, scrub_extent_body, &e) != 0)
+			return (-EFAULT);
 		atomic_fetch_add(&stats.bg_ns, stats_now_ns() - t0);
 	}
 	clear_fence();
 	atomic_fetch_add(&stats.bg_pages_cleared, 1);
 	atomic_fetch_add(&stats.bg_bytes_cleared, r->page_size);
 	atomic_fetch_add(&r->bg_cleared, 1);
-	return (1);
+	return (0);
 }
+
+/* Premap: one more try after the pending events are read, never a wait. */
+static int
+scrub_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
+{
+	struct scrub_ctx	*x = rs->arg;
+	struct region		*r = x->r;
+
+	return (uffd_premap(r, uffd_region_addr(r) + idx * r->page_size,
+	    n * r->page_size, done));
+}
+
+static void
+scrub_op_wake(struct resolve *rs, uint64_t idx, uint64_t n)
+{
+	struct scrub_ctx	*x = rs->arg;
+	struct region		*r = x->r;
+
+	uffd_wake(r, uffd_region_addr(r) + idx * r->page_size,
+	    n * r->page_size);
+}
+
+/*
+ * Map a ready page before the client touches it: one zeroed (now or
+ * before), or one that holds data when the region asks for everything
+ * (eager, or read-ahead).  Never one still garbage (resolve.c sees to it).
+ */
+static int
+scrub_op_want_map(struct resolve *rs, uint8_t was, int cleared)
+{
+	struct scrub_ctx	*x = rs->arg;
+
+	if (!x->premap)
+		return (0);
+	if (cleared || was == PAGE_ZEROED)
+		return (1);
+	return (was == PAGE_KEEP && (x->eager || x->kind == SCRUB_AHEAD));
+}
+
+static const struct resolve_ops scrub_ops = {
+	.populate = scrub_op_populate,
+	.clear = scrub_op_clear,
+	.map = scrub_op_map,
+	.wake = scrub_op_wake,
+	.want_map = scrub_op_want_map,
+};
 
 /*
  * Allocate pages [lo, lo+n) of the file, a page at a time so that a fault
@@ -347,53 +443,84 @@ scrub_populate(struct region *r, uint64_t lo, uint64_t n)
 	return (0);
 }
 
+/* Does page state s (a hint: read without a claim) want our work? */
+static int
+scrub_wants(const struct scrub_ctx *x, enum scrub_kind kind, int scrub,
+    uint8_t s)
+{
+	switch (s) {
+	case PAGE_GARBAGE:
+		return (kind == SCRUB_SCAN && scrub);
+	case PAGE_MAPPED:
+		return (0);
+	case PAGE_ZEROED:
+		return (x->premap);
+	default:
+		return (x->premap && (x->eager || kind == SCRUB_AHEAD));
+	}
+}
+
+/* One page through the resolve transaction, as a background thread. */
+static void
+scrub_page(struct scrub_ctx *x, uint64_t i, int flags)
+{
+	struct region		*r = x->r;
+	struct resolve		 rs;
+	struct resolve_waiter	*pw;
+	struct work		*w;
+
+	resolve_begin(&rs, &r->rt, &scrub_ops, x, FAULT_MINOR, flags);
+	if (resolve_claim(&rs, i, 0, NULL) != RESOLVE_CLAIMED)
+		return;		/* a fault has it */
+	resolve_run(&rs);
+	if (rs.result[0] == RESOLVE_DONE)
+		atomic_fetch_add(&stats.bg_pages_premapped, 1);
+	if (rs.result[0] == RESOLVE_LOST)
+		uffd_region_refused(r, "its file refused the scrub's clear "
+		    "(truncated or punched under us)");
+	if (rs.tampered)
+		uffd_tampered(r, rs.tampered);
+	while ((pw = TAILQ_FIRST(&rs.woken)) != NULL) {
+		TAILQ_REMOVE(&rs.woken, pw, entry);
+		w = (struct work *)(void *)((char *)pw -
+		    offsetof(struct work, park));
+		worker_requeue(w);
+	}
+	if (rs.resets_done)
+		uffd_kick();
+}
+
 /* One chunk of background work on r (a reference is held). */
 static void
 scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n)
 {
-	uint64_t	i;
-	uint8_t		was, now;
-	int		premap = (r->flags & HPZ_PREMAP) != 0;
-	int		eager = (r->flags & HPZ_AHEAD_EAGER) != 0;
-	int		scrub = scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0;
+	struct scrub_ctx	 x;
+	uint64_t		 i;
+	uint8_t			 s;
+	int			 scrub, flags;
 
-	if (kind == SCRUB_AHEAD || eager) {
+	x.r = r;
+	x.kind = kind;
+	x.premap = (r->flags & HPZ_PREMAP) != 0;
+	x.eager = (r->flags & HPZ_AHEAD_EAGER) != 0;
+	scrub = scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0;
+	if (kind == SCRUB_AHEAD || x.eager) {
 		/* Idempotent: existing pages, data or not, stay as they are. */
 		if (scrub_populate(r, lo, n) != 0)
 			return;
-		if (kind == SCRUB_AHEAD && !premap)
+		if (kind == SCRUB_AHEAD && !x.premap)
 			return;
 	}
+	flags = RESOLVE_IDLE | (kind == SCRUB_SCAN && scrub ? 0 :
+	    RESOLVE_NOCLEAR);
 	for (i = lo; i < lo + n && !atomic_load(&r->dying); i++) {
+		s = atomic_load(&r->state[i]) & PAGE_STATE_MASK;
+		if (!scrub_wants(&x, kind, scrub, s))
+			continue;
 		/* Wait for the budget before taking the page, not holding it. */
-		if (kind == SCRUB_SCAN && scrub &&
-		    (atomic_load(&r->state[i]) & PAGE_STATE_MASK) ==
-		    PAGE_GARBAGE)
+		if (s == PAGE_GARBAGE)
 			scrub_throttle(r, r->page_size);
-		if (!state_claim(&r->state[i], &was))
-			continue;	/* a fault has it */
-		now = was;
-		if (was == PAGE_GARBAGE && kind == SCRUB_SCAN && scrub &&
-		    scrub_clear(r, i)) {
-			now = PAGE_ZEROED;
-			/* Before any premap: a crash then leaves data. */
-			state_mark_cleared(&r->state[i]);
-		}
-		/* Never map a page that is still garbage. */
-		if (premap && (now == PAGE_ZEROED || (now == PAGE_KEEP &&
-		    (eager || kind == SCRUB_AHEAD)))) {
-			switch (scrub_premap(r, i)) {
-			case 0:
-			case -EEXIST:
-				now = PAGE_MAPPED;
-				break;
-			default:
-				break;	/* client gone or busy: on fault */
-			}
-		}
-		state_release(&r->state[i], now);
-		if (atomic_load(&r->fault_waiting) != 0)
-			region_wake_waiters(r);
+		scrub_page(&x, i, flags);
 	}
 }
 

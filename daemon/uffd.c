@@ -1,11 +1,15 @@
 /*
- * uffd.c - read faults from each region's userfaultfd and resolve them:
- * the fault path.
+ * uffd.c - the fault path: read each region's userfaultfd, act on its
+ * events, queue its faults to the workers, and resolve them in batches of
+ * adjacent pages through one transaction each (resolve.c), with the
+ * operations below: clear (clear.c), populate, map with the EAGAIN pump,
+ * wake.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,13 +31,20 @@
 /* Batches one pump reads at most while an ioctl waits for events. */
 #define UFFD_PUMP_BATCHES	16
 /*
- * How long a map waits for the client's mm to settle, all tries, and how
- * long one sleep is.  The kernel lets a map fail with EAGAIN from the time
- * an event is raised until the thread that raised it runs again after we
- * read it: microseconds usually, so a short sleep, not a busy loop.
+ * The kernel lets a map fail with EAGAIN from the time an event is raised
+ * until the thread that raised it runs again after we read it:
+ * microseconds usually.  A map tries this often, pumping the events, and
+ * waits one short poll at most; then the fault is deferred (worker.c),
+ * holding nothing, from 1 ms doubling to 64 ms, and woken after
+ * UFFD_SETTLE_MS to fault again.
  */
-#define UFFD_SETTLE_MS		30000
+#define UFFD_MAP_TRIES		16
+#define UFFD_SETTLE_MS		30000ULL
 #define UFFD_SETTLE_POLL_MS	1
+#define UFFD_RETRY_MIN_NS	1000000ULL
+#define UFFD_RETRY_MAX_NS	64000000ULL
+/* How often tampering with a region's page state is logged at most. */
+#define UFFD_TAMPER_LOG_NS	10000000000ULL
 /* Faults in a row on one page outside the region before it is poisoned. */
 #define UFFD_STRAY_POISON	3
 
@@ -113,7 +124,7 @@ uffd_work_free(struct work *w)
 }
 
 /* Ask the main thread to look at the regions (any thread). */
-static void
+void
 uffd_kick(void)
 {
 	uint64_t	one = 1;
@@ -123,16 +134,37 @@ uffd_kick(void)
 		log_warn("uffd: wake the main thread");
 }
 
-/* Mark the region for release by the main thread; stop background work. */
+/*
+ * Mark the region for release by the main thread; stop background work.
+ * What the client did to the region (its file refused our write) is a
+ * warning; the rest (unmapped, moved) is news.
+ */
 static void
-uffd_region_gone(struct region *r, const char *why)
+uffd_region_release(struct region *r, int warn, const char *why)
 {
 	if (atomic_exchange(&r->gone, 1))
 		return;
-	log_info("region %llu: %s: releasing it", (unsigned long long)r->id,
-	    why);
+	if (warn)
+		log_warnx("region %llu (pid %d): %s: releasing it",
+		    (unsigned long long)r->id, (int)r->pid, why);
+	else
+		log_info("region %llu: %s: releasing it",
+		    (unsigned long long)r->id, why);
 	scrub_remove(r);
 	uffd_kick();
+}
+
+void
+uffd_region_gone(struct region *r, const char *why)
+{
+	uffd_region_release(r, 0, why);
+}
+
+/* The region's file refused a write of ours (SIGBUS caught): let it go. */
+void
+uffd_region_refused(struct region *r, const char *why)
+{
+	uffd_region_release(r, 1, why);
 }
 
 /*
@@ -399,44 +431,56 @@ uffd_pump(struct region *r, struct ufork *f, struct worker *self)
 
 /*
  * UFFDIO_CONTINUE [addr, addr+len) on a uffd of r.  EAGAIN means an event
- * is pending (or about to be): read and handle the events, queuing any
- * faults read with them, then try again; sleep in poll() for the event
- * when nothing was there yet.  Gives up after tries, or UFFD_SETTLE_MS.
- * 0, or a negative errno.
+ * is pending, or the thread that raised one has not run since we read it:
+ * read and handle what is there (faults read with it are queued), then try
+ * again; once nothing was there, wait for the uffd one short poll, once.
+ * Past that the mm is the client's to settle: -EAGAIN, and the caller
+ * tries again later without holding anything, so a client whose thread
+ * stops in the middle of an munmap parks its own faults, not a worker.
+ * A part mapped before the kernel stopped is skipped (the kernel woke it).
+ * 0, or a negative errno with *done pages mapped before the one refused.
  */
 static int
 uffd_map(struct worker *self, struct region *r, struct ufork *f,
-    uint64_t addr, uint64_t len, int tries)
+    uint64_t addr, uint64_t len, int tries, uint64_t *done)
 {
 	struct uffdio_continue	uc;
 	struct pollfd		pfd;
-	int			waited = 0;
+	uint64_t		mapped = 0;
+	int			polled = 0, error;
 
 	for (;;) {
 		memset(&uc, 0, sizeof(uc));
 		uc.range.start = addr;
 		uc.range.len = len;
-		if (ioctl(uffd_fd(r, f), UFFDIO_CONTINUE, &uc) == 0)
+		if (ioctl(uffd_fd(r, f), UFFDIO_CONTINUE, &uc) == 0) {
+			*done = (mapped + len) / r->page_size;
 			return (0);
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return (-errno);
-		/* Part of it mapped before the mm changed: the rest. */
+		}
+		error = errno;
 		if (uc.mapped > 0 && (uint64_t)uc.mapped < len) {
 			addr += (uint64_t)uc.mapped;
 			len -= (uint64_t)uc.mapped;
+			mapped += (uint64_t)uc.mapped;
+			if (error == EAGAIN)
+				continue;	/* partial: the rest, now */
 		}
-		if (--tries <= 0 || waited >= UFFD_SETTLE_MS)
-			return (-EAGAIN);
+		if (error == EINTR)
+			continue;
+		if (error != EAGAIN || --tries <= 0)
+			break;
 		if (uffd_pump(r, f, self) > 0)
 			continue;
+		if (polled)
+			break;
 		pfd.fd = uffd_fd(r, f);
 		pfd.events = POLLIN;
 		pfd.revents = 0;
 		(void)poll(&pfd, 1, UFFD_SETTLE_POLL_MS);
-		waited += UFFD_SETTLE_POLL_MS;
+		polled = 1;
 	}
+	*done = mapped / r->page_size;
+	return (-error);
 }
 
 static int
@@ -451,34 +495,14 @@ uffd_wake_fd(int fd, uint64_t addr, uint64_t len)
 	return (0);
 }
 
-/* Map [addr, addr+len) of a uffd of r; mapped already: wake. */
-static int
-uffd_continue_on(struct worker *self, struct region *r, struct ufork *f,
-    uint64_t addr, uint64_t len)
-{
-	int	error;
-
-	error = uffd_map(self, r, f, addr, len, INT32_MAX);
-	if (error == -EEXIST)
-		return (uffd_wake_fd(uffd_fd(r, f), addr, len));
-	return (error);
-}
-
-/* Map [addr, addr+len) in the client.  0, or a negative errno. */
-int
-uffd_continue(struct region *r, uint64_t addr, uint64_t len)
-{
-	return (uffd_continue_on(NULL, r, NULL, addr, len));
-}
-
 /*
  * Map a ready page ahead of the client (background): one more try after
  * the pending events are read, never a wait; EEXIST is returned.
  */
 int
-uffd_premap(struct region *r, uint64_t addr, uint64_t len)
+uffd_premap(struct region *r, uint64_t addr, uint64_t len, uint64_t *done)
 {
-	return (uffd_map(NULL, r, NULL, addr, len, 2));
+	return (uffd_map(NULL, r, NULL, addr, len, 2, done));
 }
 
 /* Wake the client's threads waiting on [addr, addr+len). */
@@ -598,6 +622,9 @@ uffd_main_region(struct region *r)
 		}
 	}
 	pthread_mutex_unlock(&r->evlock);
+	/* Resets whose reply waited for pages our threads held. */
+	if (!TAILQ_EMPTY(&r->resets))
+		region_reset_work(r);
 	while ((f = TAILQ_FIRST(&dead)) != NULL) {
 		TAILQ_REMOVE(&dead, f, entry);
 		log_info("region %llu: a child is gone",
@@ -683,6 +710,7 @@ uffd_unregister(struct region *r)
 	return (error);
 }
 
+
 /* Allocate the file pages [idx, idx+n); the kernel zeroes them. */
 static int
 uffd_populate(struct region *r, uint64_t idx, uint64_t n)
@@ -761,6 +789,30 @@ uffd_stray(struct region *r, struct ufork *f, uint64_t addr)
 	uffd_wake_fd(uffd_fd(r, f), page, r->page_size);
 }
 
+/*
+ * The page state said BUSY where no thread of ours holds the page: the
+ * client wrote it (only a server may set BUSY, and a dead server's bits
+ * were resolved when we adopted the state).  It is ignored, the page
+ * served as its state says; said once a while per region, not per page.
+ */
+void
+uffd_tampered(struct region *r, int n)
+{
+	uint64_t	now = stats_now_ns(), last;
+
+	(void)n;
+	last = atomic_load(&r->tamper_log_ns);
+	if (last != 0 && now - last < UFFD_TAMPER_LOG_NS)
+		return;
+	if (!atomic_compare_exchange_strong(&r->tamper_log_ns, &last, now))
+		return;
+	log_warnx("region %llu (pid %d): its page state says busy where no "
+	    "thread of ours holds the page (%llu times so far): the client "
+	    "wrote it; ignored, pages served as their state says",
+	    (unsigned long long)r->id, (int)r->pid,
+	    (unsigned long long)atomic_load(&r->rt.tampered));
+}
+
 static uint64_t
 uffd_extent_max(void)
 {
@@ -769,135 +821,13 @@ uffd_extent_max(void)
 	return (plan_extent_max(topo.llc_share));
 }
 
-/* A page cut in n pieces of whole subpages, none under the minimum. */
-static uint64_t
-uffd_piece(uint64_t page_size, int n)
-{
-	uint64_t	piece = (page_size / (uint64_t)n + 4095) & ~4095ULL;
-
-	return (piece < PLAN_EXTENT_MIN ? PLAN_EXTENT_MIN : piece);
-}
-
-/* Bulk-clear [p, p+len) and account it. */
-static void
-uffd_bulk(char *p, uint64_t len)
-{
-	uint64_t	t0 = stats_now_ns();
-
-	clear_bulk(p, len);
-	atomic_fetch_add(&stats.bulk_ns, stats_now_ns() - t0);
-	atomic_fetch_add(&stats.bulk_bytes, len);
-}
-
-/* Take and clear a job's extents until none is left. */
-static void
-uffd_job_run(struct job *job)
-{
-	size_t	i;
-
-	while ((i = atomic_fetch_add(&job->next, 1)) < job->n) {
-		uffd_bulk(job->base + job->ext[i].off, job->ext[i].len);
-		/* Our streaming stores must land before anyone maps. */
-		clear_fence();
-		atomic_fetch_sub(&job->remaining, 1);
-	}
-}
-
-static void
-uffd_job_put(struct job *job)
-{
-	if (atomic_fetch_sub(&job->refs, 1) == 1)
-		free(job);
-}
-
 /* A worker asked to help with a job. */
 void
 uffd_assist(struct work *item)
 {
-	uffd_job_run(item->job);
-	uffd_job_put(item->job);
+	clear_job_run(item->job);
+	clear_job_put(item->job);
 	free(item);
-}
-
-/*
- * Clear one page as a job shared with other workers: a page bigger than
- * an extent (1 GiB), in extents, with every idle worker of its node; or a
- * smaller page cut in as many pieces as there are workers already
- * spinning.  Farthest from the fault first; the neighbourhood of the
- * faulting subpage last, here, with ordinary stores.
- */
-static int
-uffd_clear_split(struct worker *self, struct region *r, uint64_t idx,
-    uint64_t fault_off, uint64_t extent, int awake_only)
-{
-	struct job	*job;
-	uint64_t	 ws, wl, t0;
-	char		*page = (char *)r->map + idx * r->page_size;
-
-	plan_window(r->page_size, fault_off, worker_config.hot_size, &ws, &wl);
-	if ((job = calloc(1, sizeof(*job))) == NULL)
-		return (-ENOMEM);
-	job->base = page;
-	job->n = plan_split(r->page_size, ws, wl, extent, job->ext,
-	    JOB_EXTENTS_MAX);
-	if (job->n == 0 && r->page_size > wl) {
-		free(job);
-		return (-E2BIG);
-	}
-	atomic_init(&job->remaining, job->n);
-	atomic_init(&job->refs, 1);
-	if (worker_assist(job, r, idx, self, awake_only) > 0)
-		atomic_fetch_add(&stats.jobs_split, 1);
-	uffd_job_run(job);
-	while (atomic_load(&job->remaining) != 0)
-		sched_yield();
-	uffd_job_put(job);
-	t0 = stats_now_ns();
-	clear_hot(page + ws, wl);
-	atomic_fetch_add(&stats.hot_ns, stats_now_ns() - t0);
-	atomic_fetch_add(&stats.hot_bytes, wl);
-	atomic_fetch_add(&stats.pages_cleared, 1);
-	atomic_fetch_add(&stats.bytes_cleared, r->page_size);
-	atomic_fetch_add(&r->cleared, 1);
-	return (0);
-}
-
-/*
- * Clear pages [lo, hi] that fit in an extent: the bulk of every page with
- * streaming stores, one fence, then each faulting neighbourhood with
- * ordinary stores so it is in cache when the client resumes.
- */
-static void
-uffd_clear_pages(struct region *r, uint64_t lo, uint64_t hi,
-    const uint64_t *fault_off)
-{
-	struct plan_extent	 ext[8];
-	uint64_t		 i, ws, wl, t0;
-	size_t			 n, e;
-	char			*page;
-
-	for (i = lo; i <= hi; i++) {
-		page = (char *)r->map + i * r->page_size;
-		plan_window(r->page_size, fault_off[i - lo],
-		    worker_config.hot_size, &ws, &wl);
-		n = plan_split(r->page_size, ws, wl, r->page_size, ext, 8);
-		for (e = 0; e < n; e++)
-			uffd_bulk(page + ext[e].off, ext[e].len);
-	}
-	clear_fence();
-	t0 = stats_now_ns();
-	for (i = lo; i <= hi; i++) {
-		page = (char *)r->map + i * r->page_size;
-		plan_window(r->page_size, fault_off[i - lo],
-		    worker_config.hot_size, &ws, &wl);
-		clear_hot(page + ws, wl);
-		atomic_fetch_add(&stats.hot_bytes, wl);
-	}
-	atomic_fetch_add(&stats.hot_ns, stats_now_ns() - t0);
-	n = (size_t)(hi - lo + 1);
-	atomic_fetch_add(&stats.pages_cleared, n);
-	atomic_fetch_add(&stats.bytes_cleared, n * r->page_size);
-	atomic_fetch_add(&r->cleared, n);
 }
 
 /* What a queued fault must look like to join a coalesced batch. */
@@ -945,194 +875,346 @@ uffd_done(struct region *r, struct work *w, int shared)
 		;
 }
 
+/* A fault item finished with, whatever became of it. */
+static void
+uffd_work_end(struct work *w)
+{
+	struct region	*r = w->region;
+
+	uffd_work_free(w);
+	region_work_done(r);
+}
+
+/* A parked or deferred fault of a region being destroyed: let it go. */
+void
+uffd_work_cancel(struct work *w)
+{
+	uffd_work_end(w);
+}
+
+/*
+ * One batch of faults: adjacent pages of one region (or child) needing the
+ * same action, resolved as one transaction (resolve.c).  This is what the
+ * operations below get as their argument.
+ */
+struct uffd_batch {
+	struct worker		*self;
+	struct region		*r;
+	struct ufork		*f;
+	uint64_t		 base;		/* the range's address, once */
+	struct work		*item[RESOLVE_BATCH_MAX];
+	uint64_t		 iidx[RESOLVE_BATCH_MAX];
+	size_t			 nitems;
+	struct work		*cand[UFFD_COALESCE_MAX];
+	uint64_t		 cidx[UFFD_COALESCE_MAX];
+	size_t			 nc;
+	int			 awake_only;	/* split: spinning helpers only */
+	struct resolve		 rs;
+};
+
+static int
+uffd_op_populate(struct resolve *rs, uint64_t idx, uint64_t n)
+{
+	struct uffd_batch	*b = rs->arg;
+
+	return (uffd_populate(b->r, idx, n));
+}
+
+/* Offer a clear job to idle workers (clear_split's helpers). */
+static int
+uffd_offer(struct clear_job *job, void *arg)
+{
+	struct uffd_batch	*b = arg;
+
+	return (worker_assist(job, b->r, b->rs.hold.lo, b->self,
+	    b->awake_only));
+}
+
+/*
+ * Clear the batch through our mapping (clear.c): a page bigger than an
+ * extent (1 GiB) in extents with every idle worker of its node; one page
+ * cut in as many pieces as there are workers already spinning; else the
+ * whole batch in one pass, every faulting neighbourhood last.
+ */
+static int
+uffd_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
+{
+	struct uffd_batch	*b = rs->arg;
+	struct region		*r = b->r;
+	struct clear_cost	 cost = { 0, 0, 0, 0 };
+	uint64_t		 ext = uffd_extent_max();
+	char			*base = (char *)r->map + lo * r->page_size;
+	int			 error, helpers, helped = 0;
+
+	if (r->page_size > ext) {
+		b->awake_only = 0;
+		error = clear_split(base, r->page_size, rs->off[0],
+		    worker_config.hot_size, ext, uffd_offer, b, &helped,
+		    &cost);
+	} else if (n == 1 && worker_config.split &&
+	    r->page_size >= 2 * PLAN_EXTENT_MIN &&
+	    (helpers = worker_spinning(b->self)) > 0) {
+		b->awake_only = 1;
+		error = clear_split(base, r->page_size, rs->off[0],
+		    worker_config.hot_size, clear_piece(r->page_size,
+		    helpers + 1), uffd_offer, b, &helped, &cost);
+	} else
+		error = clear_pages(base, r->page_size, n, rs->off,
+		    worker_config.hot_size, &cost);
+	atomic_fetch_add(&stats.bulk_bytes, cost.bulk_bytes);
+	atomic_fetch_add(&stats.bulk_ns, cost.bulk_ns);
+	atomic_fetch_add(&stats.hot_bytes, cost.hot_bytes);
+	atomic_fetch_add(&stats.hot_ns, cost.hot_ns);
+	if (helped > 0)
+		atomic_fetch_add(&stats.jobs_split, 1);
+	if (error != 0)
+		return (error);
+	atomic_fetch_add(&stats.pages_cleared, n);
+	atomic_fetch_add(&stats.bytes_cleared, n * r->page_size);
+	atomic_fetch_add(&r->cleared, n);
+	return (0);
+}
+
+static int
+uffd_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
+{
+	struct uffd_batch	*b = rs->arg;
+	struct region		*r = b->r;
+
+	return (uffd_map(b->self, r, b->f, b->base + idx * r->page_size,
+	    n * r->page_size, UFFD_MAP_TRIES, done));
+}
+
+static void
+uffd_op_wake(struct resolve *rs, uint64_t idx, uint64_t n)
+{
+	struct uffd_batch	*b = rs->arg;
+	struct region		*r = b->r;
+
+	uffd_wake_fd(uffd_fd(r, b->f), b->base + idx * r->page_size,
+	    n * r->page_size);
+}
+
+static const struct resolve_ops uffd_ops = {
+	.populate = uffd_op_populate,
+	.clear = uffd_op_clear,
+	.map = uffd_op_map,
+	.wake = uffd_op_wake,
+	.want_map = NULL,
+};
+
+/*
+ * The batch's first fault: claimed (0), or dealt with already (-1): one
+ * outside the region is stray; one on a region being let go, or on a page
+ * another thread of ours holds, is parked on the region, and no worker
+ * waits for it.  The region's release unregisters the range, which wakes
+ * what is parked for it; a holder queues again what it parked.
+ */
+static int
+uffd_begin(struct worker *self, struct uffd_batch *b, struct work *first)
+{
+	struct region	*r = first->region;
+	uint64_t	 idx, off;
+
+	b->self = self;
+	b->r = r;
+	b->f = first->fork;
+	b->nitems = 0;
+	b->nc = 0;
+	/* One base for the whole batch: a move may come meanwhile. */
+	b->base = uffd_base(r, b->f);
+	if (first->addr < b->base || first->addr - b->base >= r->len) {
+		uffd_stray(r, b->f, first->addr);
+		uffd_work_end(first);
+		return (-1);
+	}
+	if (atomic_load(&r->gone)) {
+		resolve_park(&r->rt, &first->park);
+		return (-1);
+	}
+	idx = (first->addr - b->base) / r->page_size;
+	off = first->addr - (b->base + idx * r->page_size);
+	resolve_begin(&b->rs, &r->rt, &uffd_ops, b, first->kind, 0);
+	if (resolve_claim(&b->rs, idx, off, &first->park) != RESOLVE_CLAIMED)
+		return (-1);
+	scrub_fault(r, idx, first->kind);
+	b->item[0] = first;
+	b->iidx[0] = idx;
+	b->nitems = 1;
+	return (0);
+}
+
+/* Add the queued candidate for page idx to the batch, if it may join. */
+static int
+uffd_join(struct uffd_batch *b, uint64_t idx)
+{
+	struct region	*r = b->r;
+	size_t		 k;
+
+	for (k = 0; k < b->nc && (b->cand[k] == NULL || b->cidx[k] != idx);
+	    k++)
+		;
+	if (k == b->nc || !resolve_extend(&b->rs, idx, b->cand[k]->addr -
+	    (b->base + idx * r->page_size)))
+		return (0);
+	b->item[b->nitems] = b->cand[k];
+	b->iidx[b->nitems++] = idx;
+	b->cand[k] = NULL;
+	return (1);
+}
+
+/*
+ * Gather faults queued on adjacent pages that need the same action: one
+ * clear pass, one UFFDIO_CONTINUE.  Outward from the fault, stopping at
+ * the first page that cannot join (held, or another action).
+ */
+static void
+uffd_gather(struct uffd_batch *b)
+{
+	struct region		*r = b->r;
+	struct uffd_match	 m;
+	uint64_t		 idx = b->iidx[0], maxp, plo, phi, page, ext;
+	size_t			 k;
+
+	ext = uffd_extent_max();
+	maxp = ext / r->page_size;
+	if (maxp > UFFD_COALESCE_MAX)
+		maxp = UFFD_COALESCE_MAX;
+	if (maxp <= 1 || r->page_size > ext)
+		return;
+	m.region = r;
+	m.fork = b->f;
+	m.base = b->base;
+	m.kind = b->item[0]->kind;
+	m.lo = idx >= maxp - 1 ? idx - (maxp - 1) : 0;
+	m.hi = idx + (maxp - 1) < r->npages ? idx + (maxp - 1) :
+	    r->npages - 1;
+	b->nc = worker_take(b->self, uffd_match, &m, b->cand,
+	    UFFD_COALESCE_MAX);
+	if (b->nc == 0)
+		return;
+	for (k = 0; k < b->nc; k++)
+		b->cidx[k] = (b->cand[k]->addr - b->base) / r->page_size;
+	plan_coalesce(b->cidx, b->nc, idx, maxp, &plo, &phi);
+	for (page = idx + 1; page <= phi; page++)
+		if (!uffd_join(b, page))
+			break;
+	for (page = idx; page > plo; page--)
+		if (!uffd_join(b, page - 1))
+			break;
+}
+
+/*
+ * The mm was changing (EAGAIN): try the fault again a little later, on
+ * whichever worker is free then, holding nothing meanwhile.  A region
+ * being let go, or a fault waiting too long, is woken instead: it faults
+ * again, to us or (once the range is unregistered) to the kernel.
+ */
+static void
+uffd_defer(struct uffd_batch *b, struct work *w, uint64_t idx)
+{
+	struct region	*r = b->r;
+
+	if (atomic_load(&r->dying) || stats_now_ns() - w->t_read >
+	    UFFD_SETTLE_MS * 1000000ULL) {
+		uffd_wake_fd(uffd_fd(r, b->f), b->base + idx * r->page_size,
+		    r->page_size);
+		uffd_work_end(w);
+		return;
+	}
+	w->backoff = w->backoff == 0 ? UFFD_RETRY_MIN_NS :
+	    w->backoff * 2 > UFFD_RETRY_MAX_NS ? UFFD_RETRY_MAX_NS :
+	    w->backoff * 2;
+	worker_defer(w, w->backoff);
+}
+
+/* What the transaction did, fault by fault. */
+static void
+uffd_finish(struct uffd_batch *b)
+{
+	struct resolve		*rs = &b->rs;
+	struct region		*r = b->r;
+	struct resolve_waiter	*pw;
+	struct work		*w;
+	uint64_t		 idx;
+	size_t			 i, k;
+	int			 lost = 0, took;
+
+	if (rs->tampered)
+		uffd_tampered(r, rs->tampered);
+	if (b->nitems > 1)
+		atomic_fetch_add(&stats.faults_coalesced, b->nitems - 1);
+	for (i = 0; i < b->nitems; i++) {
+		w = b->item[i];
+		idx = b->iidx[i];
+		k = idx - rs->hold.lo;
+		switch (rs->result[k]) {
+		case RESOLVE_DONE:
+			uffd_done(r, w, 0);
+			uffd_work_end(w);
+			break;
+		case RESOLVE_RETRY:
+			uffd_defer(b, w, idx);
+			break;
+		case RESOLVE_LOST:
+			/* Parked: the release's unregister wakes it. */
+			lost = 1;
+			resolve_park(&r->rt, &w->park);
+			break;
+		case RESOLVE_FAILED:
+			uffd_failed(r, b->f, b->base + idx * r->page_size,
+			    rs->error);
+			uffd_work_end(w);
+			break;
+		case RESOLVE_READY:
+		case RESOLVE_SKIPPED:
+			/* Nothing mapped: let it fault again. */
+			uffd_wake_fd(uffd_fd(r, b->f), b->base + idx *
+			    r->page_size, r->page_size);
+			uffd_work_end(w);
+			break;
+		}
+	}
+	if (lost)
+		uffd_region_refused(r, "its file refused a fault's clear "
+		    "(truncated or punched under us)");
+	/* Candidates left over: duplicates of a page just mapped, or later. */
+	for (k = 0; k < b->nc; k++) {
+		if ((w = b->cand[k]) == NULL)
+			continue;
+		idx = b->cidx[k];
+		took = resolve_holds_page(rs, idx) &&
+		    rs->result[idx - rs->hold.lo] == RESOLVE_DONE;
+		if (took) {
+			uffd_done(r, w, 1);
+			uffd_work_end(w);
+		} else
+			worker_push(b->self, w);
+	}
+	/* Faults that waited for our pages: ours to take next. */
+	while ((pw = TAILQ_FIRST(&rs->woken)) != NULL) {
+		TAILQ_REMOVE(&rs->woken, pw, entry);
+		w = (struct work *)(void *)((char *)pw -
+		    offsetof(struct work, park));
+		worker_push(b->self, w);
+	}
+	if (rs->resets_done)
+		uffd_kick();
+}
+
 /*
  * Resolve a fault (in a worker), with any queued faults on adjacent pages
- * that need the same action: one clear pass, one UFFDIO_CONTINUE.  Each
- * page is claimed first; its state alone decides what may be written.
+ * that need the same action: claim, gather, one transaction (resolve.c),
+ * then account, defer or fail each fault.
  */
 void
 uffd_handle(struct worker *self, struct work *first)
 {
-	struct region		*r = first->region;
-	struct ufork		*f = first->fork;
-	struct work		*cand[UFFD_COALESCE_MAX], *got[UFFD_COALESCE_MAX];
-	struct uffd_match	 m;
-	uint64_t		 idx, lo, hi, maxp, i, page, off[UFFD_COALESCE_MAX];
-	uint64_t		 cidx[UFFD_COALESCE_MAX], plo, phi, base;
-	uint8_t			 was, now, w2;
-	enum page_action	 action;
-	size_t			 nc = 0, k, j;
-	int			 error = 0, took, helpers, waited;
+	struct uffd_batch	b;
 
-	/* One base for the whole fault: a move may come meanwhile. */
-	base = uffd_base(r, f);
-	if (first->addr < base || first->addr - base >= r->len) {
-		uffd_stray(r, f, first->addr);
-		region_work_done(r);
-		uffd_work_free(first);
+	if (uffd_begin(self, &b, first) != 0)
 		return;
-	}
-	idx = (first->addr - base) / r->page_size;
-	waited = 0;
-	while (!state_claim(&r->state[idx], &was)) {
-		/* Another worker (or background work) owns it: wait. */
-		atomic_fetch_add(&r->fault_waiting, 1);
-		region_wait_page(r, idx);
-		atomic_fetch_sub(&r->fault_waiting, 1);
-		waited = 1;
-	}
-	scrub_fault(r, idx, first->kind);
-	action = state_fault_action(was, first->kind);
-	/*
-	 * Raced a fault on the same page that mapped it: map (or just wake)
-	 * while still holding the page.  Letting go first would let a reset
-	 * and the client's zap slip in before our map, which would then show
-	 * the client the old bytes of a page it was told reads zero.
-	 */
-	if (waited && was == PAGE_MAPPED) {
-		error = uffd_continue_on(self, r, f, base + idx * r->page_size,
-		    r->page_size);
-		state_release(&r->state[idx], was);
-		if (error == 0)
-			uffd_done(r, first, 1);
-		else
-			uffd_failed(r, f, base + idx * r->page_size, error);
-		region_work_done(r);
-		uffd_work_free(first);
-		return;
-	}
-	lo = hi = idx;
-	for (k = 0; k < UFFD_COALESCE_MAX; k++)
-		got[k] = NULL;
-	got[0] = first;
-	off[0] = first->addr - (base + idx * r->page_size);
-
-	/* Gather queued neighbours needing the same action. */
-	maxp = uffd_extent_max() / r->page_size;
-	if (maxp > UFFD_COALESCE_MAX)
-		maxp = UFFD_COALESCE_MAX;
-	if (maxp > 1 && r->page_size <= uffd_extent_max()) {
-		m.region = r;
-		m.fork = f;
-		m.base = base;
-		m.kind = first->kind;
-		m.lo = idx >= maxp - 1 ? idx - (maxp - 1) : 0;
-		m.hi = idx + (maxp - 1) < r->npages ? idx + (maxp - 1) :
-		    r->npages - 1;
-		nc = worker_take(self, uffd_match, &m, cand, UFFD_COALESCE_MAX);
-	}
-	for (k = 0; k < nc; k++)
-		cidx[k] = (cand[k]->addr - base) / r->page_size;
-	if (nc > 0) {
-		plan_coalesce(cidx, nc, idx, maxp, &plo, &phi);
-		/* Claim outward from the fault; stop at the first misfit. */
-		for (page = idx + 1; page <= phi; page++) {
-			for (k = 0; k < nc && (cand[k] == NULL ||
-			    cidx[k] != page); k++)
-				;
-			if (k == nc || !state_claim(&r->state[page], &w2))
-				break;
-			if (state_fault_action(w2, first->kind) != action) {
-				state_release(&r->state[page], w2);
-				break;
-			}
-			hi = page;
-			got[hi - lo] = cand[k];
-			cand[k] = NULL;
-		}
-		for (page = idx; page > plo; page--) {
-			for (k = 0; k < nc && (cand[k] == NULL ||
-			    cidx[k] != page - 1); k++)
-				;
-			if (k == nc || !state_claim(&r->state[page - 1], &w2))
-				break;
-			if (state_fault_action(w2, first->kind) != action) {
-				state_release(&r->state[page - 1], w2);
-				break;
-			}
-			/* Shift the batch up one slot to keep lo at 0. */
-			for (j = hi - lo + 1; j > 0; j--)
-				got[j] = got[j - 1];
-			lo = page - 1;
-			got[0] = cand[k];
-			cand[k] = NULL;
-		}
-		for (i = lo; i <= hi; i++)
-			off[i - lo] = got[i - lo]->addr -
-			    (base + i * r->page_size);
-	}
-
-	now = was;
-	switch (action) {
-	case ACTION_POPULATE:
-		if ((error = uffd_populate(r, lo, hi - lo + 1)) == 0)
-			now = PAGE_ZEROED;
-		break;
-	case ACTION_CLEAR:
-		/*
-		 * A garbage page the file may lack: allocate it first (we
-		 * write through our own mapping), then clear it whatever the
-		 * allocation found there.
-		 */
-		if (first->kind == FAULT_MISSING &&
-		    (error = uffd_populate(r, lo, hi - lo + 1)) != 0)
-			break;
-		if (r->page_size > uffd_extent_max())
-			error = uffd_clear_split(self, r, idx, off[0],
-			    uffd_extent_max(), 0);
-		else if (lo == hi && worker_config.split &&
-		    r->page_size >= 2 * PLAN_EXTENT_MIN &&
-		    (helpers = worker_spinning(self)) > 0)
-			error = uffd_clear_split(self, r, idx, off[0],
-			    uffd_piece(r->page_size, helpers + 1), 1);
-		else
-			uffd_clear_pages(r, lo, hi, off);
-		if (error == 0)
-			now = PAGE_ZEROED;
-		break;
-	case ACTION_MAP:
-		break;
-	}
-	if (error == 0) {
-		/* Cleared before mapped: a crash from here leaves data. */
-		if (action != ACTION_MAP)
-			for (i = lo; i <= hi; i++)
-				state_mark_cleared(&r->state[i]);
-		error = uffd_continue_on(self, r, f, base + lo * r->page_size,
-		    (hi - lo + 1) * r->page_size);
-		if (error == -EFAULT && action == ACTION_MAP) {
-			/* A page left the file after the fault: refill. */
-			if ((error = uffd_populate(r, lo, hi - lo + 1)) == 0)
-				error = uffd_continue_on(self, r, f,
-				    base + lo * r->page_size,
-				    (hi - lo + 1) * r->page_size);
-		}
-		if (error == 0)
-			now = PAGE_MAPPED;
-	}
-	for (i = lo; i <= hi; i++)
-		state_release(&r->state[i], now);
-	if (hi > lo)
-		atomic_fetch_add(&stats.faults_coalesced, hi - lo);
-
-	for (i = lo; i <= hi; i++) {
-		if (error == 0)
-			uffd_done(r, got[i - lo], 0);
-		else
-			uffd_failed(r, f, base + i * r->page_size, error);
-		region_work_done(r);
-		uffd_work_free(got[i - lo]);
-	}
-	/* Candidates left over: duplicates of a page just mapped, or later. */
-	for (k = 0; k < nc; k++) {
-		if (cand[k] == NULL)
-			continue;
-		took = error == 0 && cidx[k] >= lo && cidx[k] <= hi;
-		if (took) {
-			uffd_done(r, cand[k], 1);
-			region_work_done(r);
-			uffd_work_free(cand[k]);
-		} else
-			worker_push(self, cand[k]);
-	}
+	uffd_gather(&b);
+	resolve_run(&b.rs);
+	uffd_finish(&b);
 }

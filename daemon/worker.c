@@ -6,6 +6,7 @@
  * page finds a handler already running.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -49,6 +50,18 @@ static struct worker	*workers;
 static int		*worker_cpus;
 static int		 nworkers;
 static pthread_barrier_t worker_barrier;
+
+/*
+ * Faults to try again later (their client's mm was changing): due times in
+ * ns, taken by whichever worker is idle when one is due.  A worker about
+ * to sleep sleeps no longer than until the first is due; the one that
+ * deferred is awake, so some worker always sees the list.
+ */
+static pthread_mutex_t	 worker_defer_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct workq	 worker_deferred =
+			    TAILQ_HEAD_INITIALIZER(worker_deferred);
+static atomic_int	 worker_ndeferred;
+static atomic_uint_fast64_t worker_defer_next = UINT64_MAX;
 
 /* Regions idle workers poll: main thread writes, workers read. */
 static pthread_rwlock_t	 worker_poll_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -189,7 +202,7 @@ worker_submit(struct work *item, int fault_cpu, int page_node)
  * reference to the job.  Returns how many were asked.
  */
 int
-worker_assist(struct job *job, struct region *r, uint64_t idx,
+worker_assist(struct clear_job *job, struct region *r, uint64_t idx,
     struct worker *self, int awake_only)
 {
 	struct work	*item;
@@ -208,11 +221,85 @@ worker_assist(struct job *job, struct region *r, uint64_t idx,
 		item->type = WORK_ASSIST;
 		item->job = job;
 		item->region = r;
-		atomic_fetch_add(&job->refs, 1);
+		clear_job_get(job);
 		worker_push(&workers[i], item);
 		asked++;
 	}
 	return (asked);
+}
+
+/* Try a fault again in delay_ns, on whichever worker is idle then. */
+void
+worker_defer(struct work *item, uint64_t delay_ns)
+{
+	uint64_t	due = stats_now_ns() + delay_ns;
+
+	item->due = due;
+	pthread_mutex_lock(&worker_defer_lock);
+	TAILQ_INSERT_TAIL(&worker_deferred, item, entry);
+	atomic_fetch_add(&worker_ndeferred, 1);
+	if (due < atomic_load(&worker_defer_next))
+		atomic_store(&worker_defer_next, due);
+	pthread_mutex_unlock(&worker_defer_lock);
+}
+
+/*
+ * Move the deferred items that are due onto w's queue.  Returns the ns
+ * until the next one is due, or UINT64_MAX when none waits.
+ */
+static uint64_t
+worker_take_due(struct worker *w)
+{
+	struct work	*item, *next;
+	uint64_t	 now, first = UINT64_MAX;
+
+	if (atomic_load(&worker_ndeferred) == 0)
+		return (UINT64_MAX);
+	now = stats_now_ns();
+	if (now < atomic_load(&worker_defer_next))
+		return (atomic_load(&worker_defer_next) - now);
+	pthread_mutex_lock(&worker_defer_lock);
+	for (item = TAILQ_FIRST(&worker_deferred); item != NULL; item = next) {
+		next = TAILQ_NEXT(item, entry);
+		if (item->due > now) {
+			if (item->due < first)
+				first = item->due;
+			continue;
+		}
+		TAILQ_REMOVE(&worker_deferred, item, entry);
+		atomic_fetch_sub(&worker_ndeferred, 1);
+		worker_push(w, item);
+	}
+	atomic_store(&worker_defer_next, first);
+	pthread_mutex_unlock(&worker_defer_lock);
+	return (first == UINT64_MAX ? UINT64_MAX : first - now);
+}
+
+/* Take the deferred items of a region being let go (main thread). */
+void
+worker_cancel(struct region *r, struct workq *out)
+{
+	struct work	*item, *next;
+
+	if (atomic_load(&worker_ndeferred) == 0)
+		return;
+	pthread_mutex_lock(&worker_defer_lock);
+	for (item = TAILQ_FIRST(&worker_deferred); item != NULL; item = next) {
+		next = TAILQ_NEXT(item, entry);
+		if (item->region != r)
+			continue;
+		TAILQ_REMOVE(&worker_deferred, item, entry);
+		atomic_fetch_sub(&worker_ndeferred, 1);
+		TAILQ_INSERT_TAIL(out, item, entry);
+	}
+	pthread_mutex_unlock(&worker_defer_lock);
+}
+
+/* Queue again a fault that waited for a page (any thread). */
+void
+worker_requeue(struct work *item)
+{
+	worker_submit(item, -1, item->region->node);
 }
 
 /* Workers other than self idle and spinning (not asleep) right now. */
@@ -332,8 +419,10 @@ worker_main(void *arg)
 {
 	struct worker	*w = arg;
 	struct work	*item;
+	struct pollfd	 pfd;
 	char		 name[16];
-	uint64_t	 v;
+	uint64_t	 v, due;
+	int		 ms;
 
 	snprintf(name, sizeof(name), "hpz-worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name);
@@ -348,6 +437,9 @@ worker_main(void *arg)
 				uffd_handle(w, item);
 			continue;
 		}
+		if ((due = worker_take_due(w)) == 0 ||
+		    atomic_load(&w->pending) != 0)
+			continue;
 		atomic_store(&w->idle, 1);
 		if (w->stop)
 			break;
@@ -358,7 +450,17 @@ worker_main(void *arg)
 			atomic_store(&w->sleeping, 0);
 			continue;
 		}
-		if (read(w->efd, &v, sizeof(v)) == -1 && errno != EINTR)
+		/* Asleep until woken, or until a deferred fault is due. */
+		due = worker_take_due(w);
+		ms = due == UINT64_MAX ? -1 : (int)(due / 1000000ULL) + 1;
+		pfd.fd = w->efd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (atomic_load(&w->pending) == 0 &&
+		    poll(&pfd, 1, ms) == -1 && errno != EINTR)
+			fatal("worker %d: poll eventfd", w->id);
+		if ((pfd.revents & POLLIN) &&
+		    read(w->efd, &v, sizeof(v)) == -1 && errno != EINTR)
 			fatal("worker %d: read eventfd", w->id);
 		atomic_store(&w->sleeping, 0);
 	}

@@ -33,6 +33,7 @@
 
 #include "libhpz.h"
 #include "hpz-state.h"
+#include "resolve.h"
 #include "uffd-compat.h"
 
 #define LIB_FALLBACK_MS_DEFAULT	2000
@@ -358,70 +359,125 @@ lib_wake(struct lib_region *lr, uint64_t addr, uint64_t len)
 	return (0);
 }
 
+/* Allocate pages [idx, idx+n) in the file through our mapping. */
+static int
+lib_populate(struct lib_region *lr, uint64_t idx, uint64_t n)
+{
+	if (madvise((char *)lr->map + idx * lr->page_size, n * lr->page_size,
+	    MADV_POPULATE_WRITE) == 0)
+		return (0);
+	if (errno != EINVAL)
+		return (-errno);
+	if (fallocate(lr->fd, 0, (off_t)(lr->offset + idx * lr->page_size),
+	    (off_t)(n * lr->page_size)) == -1)
+		return (-errno);
+	return (0);
+}
+
+static int
+lib_op_populate(struct resolve *rs, uint64_t idx, uint64_t n)
+{
+	return (lib_populate(rs->arg, idx, n));
+}
+
 /*
- * Map [addr, addr+len) in our own process.  EAGAIN means a non-cooperative
+ * Write zeros over pages [lo, lo+n) through our own mapping.  This runs in
+ * the client's own process, so no SIGBUS handler is set behind the
+ * program's back: the pages are put in the file first (MADV_POPULATE_WRITE
+ * answers EFAULT, never a signal, when the file cannot have them), and
+ * the memset after that can only fault if this very process truncates or
+ * punches its own file meanwhile, which is the SIGBUS its own thread would
+ * get touching the page.
+ */
+static int
+lib_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
+{
+	struct lib_region	*lr = rs->arg;
+	int			 error;
+
+	if ((error = lib_populate(lr, lo, n)) != 0)
+		return (error);
+	memset((char *)lr->map + lo * lr->page_size, 0, n * lr->page_size);
+	return (0);
+}
+
+/*
+ * Map [idx, idx+n) in our own process.  EAGAIN means a non-cooperative
  * event (unmap, remap, remove) is changing the mm and waits for someone to
  * read it: that is us, so read (the messages queue up, handled in order)
  * and try again; wait on the uffd rather than spin when nothing is there.
  */
 static int
-lib_continue(struct lib_region *lr, uint64_t addr, uint64_t len)
+lib_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
 {
-	struct uffdio_continue	uc;
-	struct pollfd		pfd;
-	int			tries;
+	struct lib_region	*lr = rs->arg;
+	struct uffdio_continue	 uc;
+	struct pollfd		 pfd;
+	uint64_t		 addr = lr->addr + idx * lr->page_size;
+	uint64_t		 len = n * lr->page_size, mapped = 0;
+	int			 tries, error = EAGAIN;
 
 	for (tries = 0; tries < 1000; tries++) {
 		memset(&uc, 0, sizeof(uc));
 		uc.range.start = addr;
 		uc.range.len = len;
-		if (ioctl(lr->uffd, UFFDIO_CONTINUE, &uc) == 0)
+		if (ioctl(lr->uffd, UFFDIO_CONTINUE, &uc) == 0) {
+			*done = n;
 			return (0);
-		if (errno == EEXIST)	/* already mapped: just wake */
-			return (lib_wake(lr, addr, len));
-		if (errno == EINTR)
+		}
+		error = errno;
+		if (uc.mapped > 0 && (uint64_t)uc.mapped < len) {
+			addr += (uint64_t)uc.mapped;
+			len -= (uint64_t)uc.mapped;
+			mapped += (uint64_t)uc.mapped;
+		}
+		if (error == EINTR)
 			continue;
-		if (errno != EAGAIN)
-			return (-errno);
+		if (error != EAGAIN)
+			break;
 		if (lib_serve_read(lr) == 0) {
 			pfd.fd = lr->uffd;
 			pfd.events = POLLIN;
 			(void)poll(&pfd, 1, 1);
 		}
 	}
-	return (-EAGAIN);
+	*done = mapped / lr->page_size;
+	return (-error);
 }
 
-/* Allocate page idx in the file through our mapping; the kernel zeroes it. */
-static int
-lib_populate(struct lib_region *lr, uint64_t idx)
+static void
+lib_op_wake(struct resolve *rs, uint64_t idx, uint64_t n)
 {
-	if (madvise((char *)lr->map + idx * lr->page_size, lr->page_size,
-	    MADV_POPULATE_WRITE) == 0)
-		return (0);
-	if (errno != EINVAL)
-		return (-errno);
-	if (fallocate(lr->fd, 0, (off_t)(lr->offset + idx * lr->page_size),
-	    (off_t)lr->page_size) == -1)
-		return (-errno);
-	return (0);
+	struct lib_region	*lr = rs->arg;
+
+	(void)lib_wake(lr, lr->addr + idx * lr->page_size, n * lr->page_size);
 }
+
+static const struct resolve_ops lib_ops = {
+	.populate = lib_op_populate,
+	.clear = lib_op_clear,
+	.map = lib_op_map,
+	.wake = lib_op_wake,
+	.want_map = NULL,
+};
 
 /*
- * Resolve one fault as the daemon would (uffd.c): claim the page, let its
- * state alone decide whether zeros are written, say it is cleared before
- * it is mapped, map it, release it.
+ * Resolve one fault as the daemon does, through the same transaction
+ * (resolve.c): claim the page, let its state alone decide whether zeros
+ * are written, say it is cleared before it is mapped, map it, release it.
+ * Only the guard thread serves, under lib_rlock, so the table of held
+ * pages lives as long as the fault; a BUSY bit found is nobody's.
  */
 static void
 lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 {
 	static int		 warned;
 	struct uffdio_poison	 up;
+	struct resolve_table	 t;
+	struct resolve		 rs;
 	enum fault_kind		 kind;
-	enum page_action	 action;
 	uint64_t		 idx, page;
-	uint8_t			 was, now;
-	int			 error = 0;
+	int			 error;
 
 	if (!lr->serving || addr < lr->addr || addr - lr->addr >= lr->len) {
 		lib_wake(lr, addr & ~4095ULL, 4096);
@@ -431,45 +487,28 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 	    FAULT_MISSING;
 	idx = (addr - lr->addr) / lr->page_size;
 	page = lr->addr + idx * lr->page_size;
-	if (!state_claim(&lr->state[idx], &was)) {
-		/* Only we may set BUSY while we hold the lock: cannot be. */
+	resolve_table_init(&t, lr->state, lr->npages, 0);
+	resolve_begin(&rs, &t, &lib_ops, lr, kind, 0);
+	if (resolve_claim(&rs, idx, addr - page, NULL) != RESOLVE_CLAIMED) {
+		resolve_table_destroy(&t);
 		lib_wake(lr, page, lr->page_size);
 		return;
 	}
-	action = state_fault_action(was, kind);
-	switch (action) {
-	case ACTION_POPULATE:
-		error = lib_populate(lr, idx);
+	resolve_run(&rs);
+	resolve_table_destroy(&t);
+	switch (rs.result[0]) {
+	case RESOLVE_DONE:
+		return;
+	case RESOLVE_FAILED:
+	case RESOLVE_LOST:
 		break;
-	case ACTION_CLEAR:
-		/* A garbage page the file lacks: allocate it, then clear. */
-		if (kind == FAULT_MISSING &&
-		    (error = lib_populate(lr, idx)) != 0)
-			break;
-		memset((char *)lr->map + idx * lr->page_size, 0,
-		    lr->page_size);
-		break;
-	case ACTION_MAP:
-		break;
+	default:
+		/* Not mapped (the mm never settled): let it fault again. */
+		lib_wake(lr, page, lr->page_size);
+		return;
 	}
-	now = was;
-	if (error == 0) {
-		/* Cleared before mapped: a crash from here leaves data. */
-		if (action != ACTION_MAP) {
-			state_mark_cleared(&lr->state[idx]);
-			now = PAGE_ZEROED;
-		}
-		error = lib_continue(lr, page, lr->page_size);
-		if (error == -EFAULT && action == ACTION_MAP) {
-			/* The page left the file after the fault: refill. */
-			if ((error = lib_populate(lr, idx)) == 0)
-				error = lib_continue(lr, page, lr->page_size);
-		}
-		if (error == 0)
-			now = PAGE_MAPPED;
-	}
-	state_release(&lr->state[idx], now);
-	if (error == 0 || error == -ESRCH || error == -ENOENT)
+	error = rs.error;
+	if (error == -ESRCH || error == -ENOENT)
 		return;
 	if (!warned++)
 		lib_warn("region %p: cannot serve a fault at 0x%llx: %s",

@@ -58,7 +58,8 @@ srcs=()
 for f in "$srcdir"/daemon/*.c; do
 	[ "$(basename "$f")" = hpzerod.c ] || srcs+=("$f")
 done
-srcs+=("$srcdir/lib/proto.c" "$srcdir/lib/size.c" "$srcdir/lib/state.c")
+srcs+=("$srcdir/lib/proto.c" "$srcdir/lib/size.c" "$srcdir/lib/state.c"
+    "$srcdir/lib/resolve.c")
 echo "fuzz: building $bin with $cc"
 if ! "$cc" -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     -g -O1 -pthread -include "$builddir/config.h" -I"$srcdir/lib" \

@@ -1,15 +1,21 @@
 /*
  * test-clear.c - unit tests of the clear kernels: every byte asked for is
  * zero and not one byte outside is touched, at any alignment and length;
- * the hot window's arithmetic and its place last in clear_page; the choice
- * of kernels in clear_init.
+ * the hot window's arithmetic; the order faults really clear in
+ * (clear_pages for a batch, clear_split in extents with helpers, a 1 GiB
+ * page); a write the file refuses fails instead of killing; the choice of
+ * kernels in clear_init.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <criterion/criterion.h>
 
@@ -150,21 +156,26 @@ expect_window(size_t ps, size_t off, size_t hot)
 	    "fault or the page", ps, off, hot, s, l);
 }
 
-/* Fill a page and its guards, clear_page it, check it all. */
+/* Fill a page and its guards, clear_pages it, check it all. */
 static void
 check_page(size_t ps, size_t off, size_t hot)
 {
-	unsigned char	*b, *p;
-	char		 what[128];
+	struct clear_cost	 cost = { 0, 0, 0, 0 };
+	unsigned char		*b, *p;
+	uint64_t		 o = off;
+	char			 what[128];
 
 	b = buf_get(ps);
 	p = b + GUARD;
 	memset(b, PATTERN, ps + 2 * GUARD);
-	clear_page(p, ps, off, hot);
-	snprintf(what, sizeof(what), "clear_page(ps %zu, off %zu, hot %zu) "
+	cr_assert_eq(clear_pages((char *)p, ps, 1, &o, hot, &cost), 0);
+	snprintf(what, sizeof(what), "clear_pages(ps %zu, off %zu, hot %zu) "
 	    "bulk %s hot %s", ps, off, hot, clear_bulk_kernel->name,
 	    clear_hot_kernel->name);
 	expect_cleared(p, ps, what);
+	cr_expect_eq(cost.bulk_bytes + cost.hot_bytes, ps, "%s: cost %llu + "
+	    "%llu bytes", what, (unsigned long long)cost.bulk_bytes,
+	    (unsigned long long)cost.hot_bytes);
 	buf_put(b, ps);
 }
 
@@ -184,26 +195,36 @@ check_pages(void)
 	check_page(4096, 5000, 64 * KiB);
 }
 
-/* A recording kernel: which ranges clear_page asked for, in order. */
+/*
+ * A recording kernel: which ranges the clear asked for, in order (across
+ * threads, under a lock).  rec_write 0: record only, for pages too big to
+ * touch in a unit test (a 1 GiB page, mapped but never written).
+ */
 struct call {
 	int	 hot;
 	size_t	 off;
 	size_t	 len;
 };
-static struct call	 calls[8];
+#define NCALLS_MAX	8192
+static struct call	 calls[NCALLS_MAX];
 static int		 ncalls;
 static unsigned char	*rec_page;
+static int		 rec_write = 1;
+static pthread_mutex_t	 rec_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void
 rec_call(int hot, void *p, size_t len)
 {
-	memset(p, 0, len);
+	if (rec_write)
+		memset(p, 0, len);
+	pthread_mutex_lock(&rec_lock);
 	if (ncalls < (int)nitems(calls)) {
 		calls[ncalls].hot = hot;
 		calls[ncalls].off = (size_t)((unsigned char *)p - rec_page);
 		calls[ncalls].len = len;
 	}
 	ncalls++;
+	pthread_mutex_unlock(&rec_lock);
 }
 
 static void
@@ -225,40 +246,181 @@ static const struct clear_kernel rec_hot_kernel = {
 	"rec-hot", CLEAR_MEMSET, 0, rec_hot
 };
 
-/* The bulk calls cover the rest (the larger piece first), the hot call
- * comes last and covers exactly the window. */
+static void
+rec_start(unsigned char *page, int write)
+{
+	rec_page = page;
+	rec_write = write;
+	ncalls = 0;
+	clear_bulk_kernel = &rec_bulk_kernel;
+	clear_hot_kernel = &rec_hot_kernel;
+}
+
+static void
+rec_stop(void)
+{
+	clear_bulk_kernel = clear_kernel(CLEAR_MEMSET);
+	clear_hot_kernel = clear_kernel(CLEAR_MEMSET);
+}
+
+/* Distance of a call's range from the window [ws, we). */
+static size_t
+rec_distance(const struct call *c, size_t ws, size_t we)
+{
+	if (c->off + c->len <= ws)
+		return (ws - (c->off + c->len));
+	if (c->off >= we)
+		return (c->off - we);
+	return (0);
+}
+
+/*
+ * A batch of n pages as a fault clears it (clear_pages): every bulk call
+ * before every hot one (one fence between), the bulk of each page farthest
+ * from its fault first and never inside its window, then the windows,
+ * page by page, each exactly the planner's.  Together: every byte once.
+ */
+static void
+check_order_pages(size_t ps, size_t n, const uint64_t *off, size_t hot)
+{
+	struct clear_cost	 cost = { 0, 0, 0, 0 };
+	unsigned char		*b;
+	uint64_t		 s, l;
+	size_t			 i, covered[64], page, first_hot, last;
+	int			 k;
+
+	cr_assert_leq(n, 64);
+	b = buf_get(ps * n);
+	memset(b, PATTERN, ps * n + 2 * GUARD);
+	rec_start(b + GUARD, 1);
+	cr_assert_eq(clear_pages((char *)rec_page, ps, n, off, hot, &cost), 0);
+	rec_stop();
+	cr_assert_leq(ncalls, NCALLS_MAX);
+	memset(covered, 0, sizeof(covered));
+	for (first_hot = 0; first_hot < (size_t)ncalls &&
+	    !calls[first_hot].hot; first_hot++)
+		;
+	cr_expect_eq((size_t)ncalls - first_hot, n, "%zu hot calls for %zu "
+	    "pages", (size_t)ncalls - first_hot, n);
+	last = SIZE_MAX;
+	for (k = 0; k < ncalls; k++) {
+		page = calls[k].off / ps;
+		cr_assert_lt(page, n, "call %d outside the batch", k);
+		plan_window(ps, off[page], hot, &s, &l);
+		covered[page] += calls[k].len;
+		if ((size_t)k >= first_hot) {
+			cr_expect(calls[k].hot, "a bulk call after a hot one");
+			cr_expect_eq(calls[k].off - page * ps, s);
+			cr_expect_eq(calls[k].len, l);
+			cr_expect_eq(page, (size_t)k - first_hot,
+			    "windows out of page order");
+			continue;
+		}
+		cr_expect(calls[k].off + calls[k].len <= page * ps + s ||
+		    calls[k].off >= page * ps + s + l,
+		    "bulk call %d inside the window of page %zu", k, page);
+		/* Within a page: farthest from the window first. */
+		if (k > 0 && calls[k - 1].off / ps == page) {
+			struct call	c = calls[k], pc = calls[k - 1];
+
+			c.off -= page * ps;
+			pc.off -= page * ps;
+			cr_expect_geq(rec_distance(&pc, s, s + l),
+			    rec_distance(&c, s, s + l), "page %zu: a nearer "
+			    "piece went first", page);
+		}
+		cr_expect(last == SIZE_MAX || page >= last,
+		    "bulk of page %zu after page %zu", page, last);
+		last = page;
+	}
+	for (i = 0; i < n; i++)
+		cr_expect_eq(covered[i], ps, "page %zu: %zu bytes of %zu", i,
+		    covered[i], ps);
+	cr_expect_eq(cost.bulk_bytes + cost.hot_bytes, n * ps);
+	expect_cleared(rec_page, ps * n, "recorded batch");
+	buf_put(b, ps * n);
+}
+
 static void
 check_order(size_t ps, size_t off, size_t hot)
 {
-	unsigned char	*b;
-	size_t		 s, l, covered;
-	int		 i;
+	uint64_t	o = off;
 
-	b = buf_get(ps);
-	rec_page = b + GUARD;
-	clear_bulk_kernel = &rec_bulk_kernel;
-	clear_hot_kernel = &rec_hot_kernel;
-	ncalls = 0;
-	clear_page(rec_page, ps, off, hot);
+	check_order_pages(ps, 1, &o, hot);
+}
+
+/* A helper thread, as a worker asked by worker_assist would be. */
+static void *
+helper_main(void *arg)
+{
+	struct clear_job	*job = arg;
+
+	clear_job_run(job);
+	clear_job_put(job);
+	return (NULL);
+}
+
+static pthread_t	helper_threads[4];
+static int		nhelpers;
+
+static int
+offer_helpers(struct clear_job *job, void *arg)
+{
+	int	i, want = *(int *)arg;
+
+	for (i = 0; i < want; i++) {
+		clear_job_get(job);
+		cr_assert_eq(pthread_create(&helper_threads[i], NULL,
+		    helper_main, job), 0);
+	}
+	nhelpers = want;
+	return (want);
+}
+
+/*
+ * One page as a job (clear_split): extents of at most extent bytes that
+ * tile the page less the window; without helpers, farthest from the fault
+ * first; the window last, hot, exactly the planner's.
+ */
+static void
+check_split(unsigned char *page, size_t ps, size_t off, size_t hot,
+    size_t extent, int helpers, int write)
+{
+	struct clear_cost	 cost = { 0, 0, 0, 0 };
+	uint64_t		 s, l, covered = 0;
+	int			 k, helped, want = helpers;
+
+	rec_start(page, write);
+	nhelpers = 0;
+	cr_assert_eq(clear_split((char *)page, ps, off, hot, extent,
+	    helpers > 0 ? offer_helpers : NULL, &want, &helped, &cost), 0);
+	for (k = 0; k < nhelpers; k++)
+		pthread_join(helper_threads[k], NULL);
+	rec_stop();
+	cr_expect_eq(helped, helpers);
+	cr_assert_leq(ncalls, NCALLS_MAX, "%d calls", ncalls);
 	plan_window(ps, off, hot, &s, &l);
-
-	cr_assert(ncalls >= 1 && ncalls <= 3, "%d calls", ncalls);
-	cr_expect_eq(calls[ncalls - 1].hot, 1, "the last call is not hot");
+	cr_assert_geq(ncalls, 1);
+	cr_expect(calls[ncalls - 1].hot, "the last call is not hot");
 	cr_expect_eq(calls[ncalls - 1].off, s);
 	cr_expect_eq(calls[ncalls - 1].len, l);
-	covered = l;
-	for (i = 0; i < ncalls - 1; i++) {
-		cr_expect_eq(calls[i].hot, 0, "call %d is hot", i);
-		covered += calls[i].len;
-		cr_expect(calls[i].off == 0 || calls[i].off == s + l,
-		    "bulk call %d at %zu", i, calls[i].off);
+	for (k = 0; k < ncalls; k++) {
+		covered += calls[k].len;
+		if (k == ncalls - 1)
+			break;
+		cr_expect_not(calls[k].hot, "call %d is hot", k);
+		cr_expect_leq(calls[k].len, extent, "call %d: %zu bytes", k,
+		    calls[k].len);
+		cr_expect(calls[k].off + calls[k].len <= s ||
+		    calls[k].off >= s + l, "call %d inside the window", k);
+		if (helpers == 0 && k > 0)
+			cr_expect_geq(rec_distance(&calls[k - 1], s, s + l),
+			    rec_distance(&calls[k], s, s + l),
+			    "call %d nearer than call %d", k - 1, k);
 	}
-	cr_expect_eq(covered, ps, "ps %zu off %zu hot %zu: %zu covered", ps,
-	    off, hot, covered);
-	if (ncalls == 3)
-		cr_expect_geq(calls[0].len, calls[1].len,
-		    "the nearer piece went first");
-	buf_put(b, ps);
+	cr_expect_eq(covered, ps, "%llu bytes of %zu covered",
+	    (unsigned long long)covered, ps);
+	cr_expect_eq(cost.bulk_bytes + cost.hot_bytes, ps);
 }
 
 static double
@@ -456,7 +618,7 @@ Test(window, edges_big)
 	}
 }
 
-/* --- clear_page --------------------------------------------------------- */
+/* --- the order faults clear in (clear_pages, clear_split) ------------------ */
 
 Test(page, order)
 {
@@ -470,6 +632,127 @@ Test(page, order)
 	check_order(4096, 17, 64 * KiB);
 	/* Nothing bulk, so one call: the page itself, hot. */
 	check_order(4096, 0, 0);
+}
+
+/* A coalesced batch: all the bulk, one fence, then every window. */
+Test(page, batch_order)
+{
+	static const uint64_t	offs3[] = { MiB + 5, 0, 2 * MiB - 1 };
+	uint64_t		fo[16];
+	size_t			i;
+
+	check_order_pages(2 * MiB, 3, offs3, 64 * KiB);
+	for (i = 0; i < 16; i++)
+		fo[i] = (i * 4096 * 37 + 11) % (2 * MiB);
+	check_order_pages(2 * MiB, 16, fo, 64 * KiB);
+	for (i = 0; i < 16; i++)
+		fo[i] = i * 97;
+	check_order_pages(4096, 16, fo, 64 * KiB);
+}
+
+/* One 2 MiB page cut for spinning helpers: pieces, the window last. */
+Test(page, split_2m)
+{
+	unsigned char	*b;
+	size_t		 piece;
+
+	b = buf_get(2 * MiB);
+	memset(b, PATTERN, 2 * MiB + 2 * GUARD);
+	piece = clear_piece(2 * MiB, 2);
+	cr_expect_eq(piece, MiB);
+	cr_expect_eq(clear_piece(2 * MiB, 64), 256 * KiB, "never under "
+	    "the smallest extent");
+	check_split(b + GUARD, 2 * MiB, MiB + 5, 64 * KiB, piece, 0, 1);
+	expect_cleared(b + GUARD, 2 * MiB, "split without helpers");
+	memset(b, PATTERN, 2 * MiB + 2 * GUARD);
+	check_split(b + GUARD, 2 * MiB, 4096, 64 * KiB, 256 * KiB, 2, 1);
+	expect_cleared(b + GUARD, 2 * MiB, "split with two helpers");
+	buf_put(b, 2 * MiB);
+}
+
+/*
+ * A 1 GiB page in extents of 256 KiB (the most extents a page can need)
+ * and of 64 MiB, alone and with helpers: the plan is checked on a mapping
+ * that is never written (recording only), so no GiB of memory is needed.
+ */
+Test(page, split_1g, .timeout = 60)
+{
+	static const size_t	offs_g[] = { 0, 512 * MiB + 4097, GiB - 1 };
+	unsigned char		*b;
+	size_t			 i;
+
+	b = mmap(NULL, GiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	    MAP_NORESERVE, -1, 0);
+	cr_assert_neq(b, MAP_FAILED);
+	for (i = 0; i < nitems(offs_g); i++) {
+		check_split(b, GiB, offs_g[i], 64 * KiB, 256 * KiB, 0, 0);
+		check_split(b, GiB, offs_g[i], 64 * KiB, 64 * MiB, 0, 0);
+		check_split(b, GiB, offs_g[i], 64 * KiB, 256 * KiB, 3, 0);
+	}
+	munmap(b, GiB);
+}
+
+/* A file truncated under the clear: the write fails, we live on. */
+Test(page, sigbus_is_an_error)
+{
+	struct clear_cost	 cost = { 0, 0, 0, 0 };
+	uint64_t		 off = 4096;
+	char			*p;
+	int			 fd, helped, want = 2;
+
+	fd = memfd_create("test-clear", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 4 * MiB), 0);
+	p = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	cr_assert_eq(clear_range_guarded(p, 4 * MiB), 0);
+	cr_assert_eq(ftruncate(fd, MiB), 0);
+	cr_assert_eq(clear_range_guarded(p, 4 * MiB), -EFAULT);
+	cr_assert_eq(clear_range_guarded(p, MiB), 0, "the part left");
+	cr_assert_eq(clear_pages(p + 2 * MiB, 4096, 2, (uint64_t[]){ 0, 5 },
+	    64 * KiB, &cost), -EFAULT);
+	nhelpers = 0;
+	cr_assert_eq(clear_split(p + 2 * MiB, 2 * MiB, off, 64 * KiB,
+	    256 * KiB, offer_helpers, &want, &helped, &cost), -EFAULT);
+	for (want = 0; want < nhelpers; want++)
+		pthread_join(helper_threads[want], NULL);
+	munmap(p, 4 * MiB);
+	close(fd);
+}
+
+/* A SIGBUS outside a guarded write still kills, as it should. */
+Test(page, sigbus_elsewhere_still_kills)
+{
+	char	*p;
+	pid_t	 pid;
+	int	 fd, status;
+
+	fd = memfd_create("test-clear", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, MiB), 0);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	/* The handler is installed by a guarded write first. */
+	cr_assert_eq(clear_range_guarded(p, 4096), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		(void)clear_range_guarded(p, 4096);
+		p[MiB + 1] = 1;		/* past the end: not guarded */
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+#if defined(__SANITIZE_ADDRESS__)
+	/* ASan's own SIGBUS handler, put back, reports and exits. */
+	cr_assert((WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) ||
+	    (WIFEXITED(status) && WEXITSTATUS(status) != 0),
+	    "status 0x%x", status);
+#else
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS,
+	    "status 0x%x", status);
+#endif
+	munmap(p, 2 * MiB);
+	close(fd);
 }
 
 /* Every supported bulk kernel, with both hot kernels. */

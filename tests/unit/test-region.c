@@ -538,6 +538,14 @@ state_region(struct region *r, struct client *c, uint64_t npages)
 		atomic_init(&r->state[i], PAGE_MAPPED);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	region_resolve_init(r);
+}
+
+static void
+reset_never(void *arg, int error)
+{
+	(void)arg;
+	cr_assert_fail("a reset done at once called back (%d)", error);
 }
 
 Test(region, reset_marks_pages_garbage)
@@ -547,63 +555,108 @@ Test(region, reset_marks_pages_garbage)
 	uint64_t	i;
 
 	state_region(&r, &c, 8);
-	cr_assert_eq(region_reset(&r, ADDR + 2 * PAGE_2M, 3 * PAGE_2M), 0);
+	cr_assert_eq(region_reset(&r, ADDR + 2 * PAGE_2M, 3 * PAGE_2M,
+	    reset_never, NULL), 0);
 	for (i = 0; i < 8; i++)
 		cr_assert_eq(atomic_load(&r.state[i]),
 		    i >= 2 && i < 5 ? PAGE_GARBAGE : PAGE_MAPPED, "page %llu",
 		    (unsigned long long)i);
+	cr_assert_eq(resolve_garbage(&r.rt), 3);
 
-	cr_assert_eq(region_reset(&r, ADDR + 4096, PAGE_2M), -EINVAL);
-	cr_assert_eq(region_reset(&r, ADDR, PAGE_2M + 4096), -EINVAL);
+	cr_assert_eq(region_reset(&r, ADDR + 4096, PAGE_2M, reset_never,
+	    NULL), -EINVAL);
+	cr_assert_eq(region_reset(&r, ADDR, PAGE_2M + 4096, reset_never,
+	    NULL), -EINVAL);
 	cr_assert_eq(atomic_load(&r.state[0]), PAGE_MAPPED,
 	    "a refused reset changed a page");
 	free(r.state);
 }
 
-struct late_worker {
-	struct region	*r;
-	uint64_t	 idx;
-	atomic_int	 released;
-};
-
-static void *
-late_worker_main(void *arg)
+/* A BUSY bit nobody of ours set is not waited for. */
+Test(region, reset_ignores_busy_bits_it_did_not_set)
 {
-	struct late_worker	*w = arg;
-	struct timespec		 ts = { 0, 50 * 1000 * 1000 };
+	struct client	c;
+	struct region	r;
+	uint64_t	i;
 
-	nanosleep(&ts, NULL);
-	atomic_store(&w->released, 1);
-	state_release(&w->r->state[w->idx], PAGE_MAPPED);
-	region_work_done(w->r);
-	return (NULL);
+	state_region(&r, &c, 8);
+	for (i = 0; i < 8; i++)
+		atomic_store(&r.state[i], PAGE_MAPPED | PAGE_BUSY);
+	cr_assert_eq(region_reset(&r, ADDR, 8 * PAGE_2M, reset_never, NULL),
+	    0);
+	for (i = 0; i < 8; i++)
+		cr_assert_eq(atomic_load(&r.state[i]), PAGE_GARBAGE);
+	free(r.state);
 }
 
-/* Reset returns only when no worker still holds a page of the range. */
-Test(region, reset_waits_for_busy_page)
+static int
+held_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
 {
-	struct client		c;
-	struct region		r;
-	struct late_worker	w;
-	pthread_t		t;
-	uint8_t			was;
+	(void)rs;
+	(void)idx;
+	*done = n;
+	return (0);
+}
+
+static int
+held_nop(struct resolve *rs, uint64_t idx, uint64_t n)
+{
+	(void)rs;
+	(void)idx;
+	(void)n;
+	return (0);
+}
+
+static void
+held_wake(struct resolve *rs, uint64_t idx, uint64_t n)
+{
+	(void)rs;
+	(void)idx;
+	(void)n;
+}
+
+static const struct resolve_ops held_ops = {
+	held_nop, held_nop, held_map, held_wake, NULL
+};
+
+static void
+reset_answered(void *arg, int error)
+{
+	int	*answered = arg;
+
+	cr_assert_eq(error, 0);
+	(*answered)++;
+}
+
+/*
+ * The answer to a reset waits while a thread of ours holds a page of it
+ * (its map of the old bytes may be on its way), without blocking: it comes
+ * from region_reset_work once the holder let go, and the page is garbage.
+ */
+Test(region, reset_answer_waits_for_held_page)
+{
+	struct client	c;
+	struct region	r;
+	struct resolve	rs;
+	int		answered = 0;
 
 	state_region(&r, &c, 4);
-	cr_assert_eq(state_claim(&r.state[1], &was), 1);
-	atomic_store(&r.inflight, 1);
-	w.r = &r;
-	w.idx = 1;
-	atomic_init(&w.released, 0);
-	cr_assert_eq(pthread_create(&t, NULL, late_worker_main, &w), 0);
-
-	cr_assert_eq(region_reset(&r, ADDR, 4 * PAGE_2M), 0);
-	cr_assert_eq(atomic_load(&w.released), 1,
-	    "reset returned while a worker held the page");
-	/* The worker mapped it, but the reset came during the work. */
+	resolve_begin(&rs, &r.rt, &held_ops, NULL, FAULT_MINOR, 0);
+	cr_assert_eq(resolve_claim(&rs, 1, 0, NULL), RESOLVE_CLAIMED);
+	cr_assert_eq(region_reset(&r, ADDR, 4 * PAGE_2M, reset_answered,
+	    &answered), 1);
+	cr_assert_eq(answered, 0, "answered while a page was held");
+	region_reset_work(&r);
+	cr_assert_eq(answered, 0, "answered while a page was held");
+	resolve_run(&rs);
+	cr_assert(rs.resets_done);
+	/* The holder mapped it, but the reset came during the work. */
 	cr_assert_eq(atomic_load(&r.state[1]), PAGE_GARBAGE);
 	cr_assert_eq(atomic_load(&r.state[0]), PAGE_GARBAGE);
-	pthread_join(t, NULL);
-	cr_assert_eq(atomic_load(&r.inflight), 0);
+	region_reset_work(&r);
+	cr_assert_eq(answered, 1);
+	/* A second reset with nothing held is answered at once. */
+	cr_assert_eq(region_reset(&r, ADDR, PAGE_2M, reset_never, NULL), 0);
 	free(r.state);
 }
 
