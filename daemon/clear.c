@@ -511,8 +511,9 @@ clear_range(void *p, size_t len)
  * hole.  Each such write runs behind a per-thread recovery point: the
  * handler jumps back only when the fault lies in the range this very
  * thread armed, and the write fails with -EFAULT for that region alone.
- * Any other SIGBUS is not ours: the previous disposition is put back and
- * the fault happens again under it (a bug of ours still dies loudly).
+ * Any other SIGBUS is not ours: it goes to whoever handled it before us,
+ * or, with the default disposition put back, happens again and kills (a
+ * bug of ours still dies loudly).
  * The daemon owns its process, so a process-wide handler is its to set.
  */
 struct clear_guard {
@@ -531,12 +532,23 @@ clear_sigbus(int sig, siginfo_t *si, void *uc)
 	struct clear_guard	*g = &clear_tguard;
 	uintptr_t		 a = (uintptr_t)si->si_addr;
 
-	(void)uc;
 	if (g->armed && si->si_code > 0 && a >= g->lo && a < g->hi) {
 		g->armed = 0;
 		siglongjmp(g->jb, 1);
 	}
-	sigaction(SIGBUS, &clear_old_bus, NULL);
+	/* Not ours: whoever handled SIGBUS before us, or the default. */
+	if ((clear_old_bus.sa_flags & SA_SIGINFO) &&
+	    clear_old_bus.sa_sigaction != NULL) {
+		clear_old_bus.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (!(clear_old_bus.sa_flags & SA_SIGINFO) &&
+	    clear_old_bus.sa_handler != SIG_DFL &&
+	    clear_old_bus.sa_handler != SIG_IGN) {
+		clear_old_bus.sa_handler(sig);
+		return;
+	}
+	signal(SIGBUS, SIG_DFL);
 	if (si->si_code <= 0)
 		raise(sig);	/* sent, not a fault: deliver it again */
 }

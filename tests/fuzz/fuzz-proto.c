@@ -10,7 +10,12 @@
  * handed to control_message() as proto_recv() would have, or (FUZZ_WIRE)
  * sent over the socket and read with proto_recv() itself, or (FUZZ_LOOP)
  * sent to a connection the daemon's own event loop accepted and serves.
- * Every invariant broken calls fuzz_fail(), which aborts.
+ * A record that starts with "HZFA" is no message but a hostile client's
+ * actions (FUZZ_ACTION_*, 3 bytes each) while its faults are served by the
+ * daemon's real workers: page-state bytes and header bytes overwritten,
+ * pages of the real mapping touched and dropped; every fault on a
+ * registered page must be answered in FUZZ_SERVE_MS whatever the state
+ * says.  Every invariant broken calls fuzz_fail(), which aborts.
  *
  * Build with -DHPZ_FUZZ_STANDALONE for a main() that replays files (or
  * directories of them) without libFuzzer, e.g. with gcc.
@@ -19,6 +24,9 @@
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,6 +97,18 @@ enum fuzz_fds {
 /* The most bytes a record sends (13 bits of length). */
 #define FUZZ_WIRE_MAX	(FUZZ_LEN_MASK + 1)
 
+/* An action record: its magic, then ops of 3 bytes (FUZZ_ACTION_*). */
+#define FUZZ_ACTION_MAGIC	"HZFA"
+#define FUZZ_ACTION_OPS		128
+enum fuzz_action {
+	FUZZ_ACTION_STATE,	/* page byte b of region (c >> 2) at page a */
+	FUZZ_ACTION_HEADER,	/* header byte a of region (c >> 2) := b */
+	FUZZ_ACTION_TOUCH,	/* page a of the mapping: read (b odd), write */
+	FUZZ_ACTION_DROP,	/* page a of the mapping: MADV_DONTNEED */
+};
+/* A fault on a registered page is answered within this, or it hangs. */
+#define FUZZ_SERVE_MS		5000
+
 /* The daemon's globals that live in hpzerod.c. */
 struct event_base	*hpzd_base;
 uint64_t		 hpzd_start_ns;
@@ -120,6 +140,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static void	fuzz_fail(const char *, ...)
 		    __attribute__((format(printf, 1, 2), noreturn));
+static void	fuzz_start_threads(void);
 
 /* An invariant is broken: say which and abort, so libFuzzer keeps the input. */
 static void
@@ -214,6 +235,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		fuzz_fail("event_base_new failed");
 	/* As the daemon does at start: not in the first input that registers. */
 	uffd_init();
+	fuzz_start_threads();
 	if ((fd = fuzz_userfaultfd()) != -1) {
 		fuzz_have_uffd = 1;
 		close(fd);
@@ -222,6 +244,59 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		    "inputs run with fake descriptors\n", strerror(errno));
 	fuzz_listen();
 	return (0);
+}
+
+/*
+ * The toucher thread may meet SIGBUS (the daemon may poison a page it
+ * cannot back: the kernel's answer too).  Installed before the daemon's
+ * own handler (clear.c), which hands it every SIGBUS not its own.
+ */
+static __thread sigjmp_buf	 fuzz_jb;
+static __thread volatile int	 fuzz_armed;
+static struct sigaction		 fuzz_old_bus;
+
+static void
+fuzz_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	if (fuzz_armed) {
+		fuzz_armed = 0;
+		siglongjmp(fuzz_jb, 1);
+	}
+	sigaction(SIGBUS, &fuzz_old_bus, NULL);
+	(void)sig;
+}
+
+/*
+ * The daemon's workers and a background thread, as hpzerod starts them,
+ * so that faults on a registered region are served while the inputs
+ * overwrite its page state.
+ */
+static void
+fuzz_start_threads(void)
+{
+	struct worker_config	wc = worker_config;
+	struct sigaction	sa;
+	struct conf		c;
+	char			buf[64];
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fuzz_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &fuzz_old_bus);
+	/* The daemon's handler goes on top now, not in an input. */
+	if (clear_range_guarded(buf, sizeof(buf)) != 0)
+		fuzz_fail("clear_range_guarded failed on our own buffer");
+	wc.nworkers = 2;
+	wc.spin_us = 20;
+	if (worker_start(&wc) != 0)
+		fuzz_fail("cannot start the workers");
+	conf_defaults(&c);
+	c.scrub_threads = 1;
+	if (scrub_start(&c) != 0)
+		fuzz_fail("cannot start the background thread");
 }
 
 /* Copy size input bytes into m as proto_recv would have received them. */
@@ -948,6 +1023,182 @@ fuzz_loop_replies(struct fuzz_session *s, uint32_t seq)
 	return (n);
 }
 
+/* Run the daemon's event loop until its work on our regions is done. */
+static void
+fuzz_quiesce(void)
+{
+	struct region	*r;
+	uint64_t	 t0 = stats_now_ns();
+	int		 busy;
+
+	for (;;) {
+		busy = 0;
+		TAILQ_FOREACH(r, &region_all, all)
+			if (atomic_load(&r->inflight) != 0 ||
+			    !TAILQ_EMPTY(&r->resets))
+				busy = 1;
+		if (!busy)
+			return;
+		fuzz_loop_once();
+		if (stats_now_ns() - t0 > FUZZ_SERVE_MS * 1000000ULL)
+			fuzz_fail("the daemon's work on a region did not "
+			    "settle in %d ms", FUZZ_SERVE_MS);
+		usleep(100);
+	}
+}
+
+/* The toucher: a client thread faulting on its pages. */
+struct fuzz_touch {
+	struct fuzz_session	*s;
+	uint8_t			 op[FUZZ_ACTION_OPS][3];
+	size_t			 nop;
+	uint8_t			 served[FUZZ_MAP_PAGES];
+	atomic_int		 done;
+	int			 sigbus;
+};
+
+static void *
+fuzz_touch_main(void *arg)
+{
+	struct fuzz_touch	*t = arg;
+	volatile char		*p;
+	size_t			 i, page;
+	int			 kind;
+
+	for (i = 0; i < t->nop; i++) {
+		kind = t->op[i][0] & 3;
+		if (kind != FUZZ_ACTION_TOUCH && kind != FUZZ_ACTION_DROP)
+			continue;
+		page = t->op[i][1] % FUZZ_MAP_PAGES;
+		if (!t->served[page])
+			continue;	/* nobody would answer: never touched */
+		p = t->s->map + page * fuzz_page;
+		if (sigsetjmp(fuzz_jb, 1) != 0) {
+			t->sigbus++;
+			continue;
+		}
+		fuzz_armed = 1;
+		if (kind == FUZZ_ACTION_DROP)
+			(void)madvise((void *)p, fuzz_page, MADV_DONTNEED);
+		else if (t->op[i][2] & 1)
+			(void)*p;
+		else
+			*p = (char)t->op[i][2];
+		fuzz_armed = 0;
+	}
+	atomic_store(&t->done, 1);
+	return (NULL);
+}
+
+/* Overwrite a byte of a region's page state, as its client may. */
+static void
+fuzz_scribble(const uint8_t *op)
+{
+	struct region	*r;
+	size_t		 n = 0, k;
+	uint8_t		*b;
+
+	TAILQ_FOREACH(r, &region_all, all)
+		n++;
+	if (n == 0)
+		return;
+	k = (size_t)(op[0] >> 2) % n;
+	TAILQ_FOREACH(r, &region_all, all)
+		if (k-- == 0)
+			break;
+	b = r->smap;
+	if ((op[0] & 3) == FUZZ_ACTION_STATE)
+		b[HPZ_STATE_PAGES_OFF + op[1] % r->npages] = op[2];
+	else
+		b[op[1] % sizeof(struct hpz_state_header)] = op[2];
+}
+
+/*
+ * An action record: the toucher faults on registered pages while we
+ * overwrite page-state and header bytes and turn the daemon's loop; every
+ * fault must be answered (mapped, or the kernel's SIGBUS) in time.
+ */
+static void
+fuzz_action(struct fuzz_session *s, const uint8_t *data, size_t n)
+{
+	struct fuzz_touch	 t;
+	struct region		*r;
+	pthread_t		 th;
+	uint64_t		 t0, base, page;
+	size_t			 i, k = 0;
+	int			 kind;
+
+	if (s->map == NULL)
+		return;
+	memset(&t, 0, sizeof(t));
+	t.s = s;
+	data += strlen(FUZZ_ACTION_MAGIC);
+	n -= strlen(FUZZ_ACTION_MAGIC);
+	for (i = 0; i + 3 <= n && t.nop < FUZZ_ACTION_OPS; i += 3)
+		memcpy(t.op[t.nop++], data + i, 3);
+	/* Pages a region of ours serves; others would wait for nobody. */
+	base = (uint64_t)(uintptr_t)s->map;
+	TAILQ_FOREACH(r, &region_all, all)
+		for (page = 0; page < FUZZ_MAP_PAGES; page++)
+			if (base + page * fuzz_page >= r->addr &&
+			    base + page * fuzz_page - r->addr < r->len &&
+			    !atomic_load(&r->gone))
+				t.served[page] = 1;
+	atomic_init(&t.done, 0);
+	if (pthread_create(&th, NULL, fuzz_touch_main, &t) != 0)
+		fuzz_fail("pthread_create");
+	t0 = stats_now_ns();
+	while (!atomic_load(&t.done)) {
+		for (; k < t.nop; k++) {
+			kind = t.op[k][0] & 3;
+			if (kind == FUZZ_ACTION_STATE ||
+			    kind == FUZZ_ACTION_HEADER) {
+				fuzz_scribble(t.op[k++]);
+				break;
+			}
+		}
+		fuzz_loop_once();
+		if (stats_now_ns() - t0 > FUZZ_SERVE_MS * 1000000ULL)
+			fuzz_fail("a fault on a registered page was not "
+			    "answered in %d ms (state overwritten)",
+			    FUZZ_SERVE_MS);
+		usleep(20);
+	}
+	pthread_join(th, NULL);
+	for (; k < t.nop; k++)
+		if ((t.op[k][0] & 3) <= FUZZ_ACTION_HEADER)
+			fuzz_scribble(t.op[k]);
+	fuzz_quiesce();
+}
+
+/* Is this record an action (not a message)? */
+static int
+fuzz_is_action(const uint8_t *data, size_t n)
+{
+	return (n >= strlen(FUZZ_ACTION_MAGIC) && memcmp(data,
+	    FUZZ_ACTION_MAGIC, strlen(FUZZ_ACTION_MAGIC)) == 0);
+}
+
+/* A reset's answer may wait for pages our threads hold: let it come. */
+static void
+fuzz_await_reply(struct fuzz_session *s, uint16_t type)
+{
+	uint64_t	t0 = stats_now_ns();
+	int		n;
+
+	if (type != HPZ_MSG_RESET || s->peer == -1)
+		return;
+	for (;;) {
+		if ((n = recv(s->peer, fuzz_wire_buf, sizeof(fuzz_wire_buf),
+		    MSG_PEEK | MSG_DONTWAIT)) >= 0 || errno != EAGAIN)
+			return;
+		fuzz_loop_once();
+		if (stats_now_ns() - t0 > FUZZ_SERVE_MS * 1000000ULL)
+			return;		/* fuzz_check_reply says no reply */
+		usleep(100);
+	}
+}
+
 /*
  * Part b, the daemon's way: connect to its listening socket and let its
  * event loop accept (control_accept_cb), read (control_read_cb, proto_recv)
@@ -963,7 +1214,7 @@ fuzz_loop(const uint8_t *data, size_t size, int mode)
 	struct client		*c;
 	size_t			 off = 0, n;
 	uint32_t		 seq;
-	uint16_t		 word;
+	uint16_t		 word, type;
 	int			 before, after, fd;
 
 	memset(&s, 0, sizeof(s));
@@ -998,15 +1249,23 @@ fuzz_loop(const uint8_t *data, size_t size, int mode)
 		n = word & FUZZ_LEN_MASK;
 		if (n > size - off)
 			n = size - off;
+		if (fuzz_is_action(data + off, n)) {
+			fuzz_action(&s, data + off, n);
+			off += n;
+			continue;
+		}
 		fuzz_fill(m, data + off, n, 0);
 		off += n;
 		if (s.map != NULL && (mode & FUZZ_RAW) == 0)
 			fuzz_fixup(&s, m);
 		seq = m->len >= sizeof(m->u.hdr) ? m->u.hdr.seq : 0;
+		type = fuzz_type(m);
 		fuzz_attach(&s, m, (enum fuzz_fds)(word >> FUZZ_FDS_SHIFT));
 		fuzz_send(fd, m, data + off - n, n);
 		s.made[0] = s.made[1] = s.made[2] = -1;
 		fuzz_loop_once();
+		if (type == HPZ_MSG_RESET)
+			fuzz_await_reply(&s, type);
 		if (fuzz_loop_replies(&s, seq) > 1)
 			fuzz_fail("more than one reply to a request");
 	}
@@ -1082,6 +1341,11 @@ fuzz_session(const uint8_t *data, size_t size, int mode)
 		n = word & FUZZ_LEN_MASK;
 		if (n > size - off)
 			n = size - off;
+		if (fuzz_is_action(data + off, n)) {
+			fuzz_action(&s, data + off, n);
+			off += n;
+			continue;
+		}
 		fuzz_fill(m, data + off, n, 0);
 		off += n;
 		if (s.map != NULL && (mode & FUZZ_RAW) == 0)
@@ -1118,6 +1382,8 @@ fuzz_session(const uint8_t *data, size_t size, int mode)
 			proto_close_fds(m);	/* as control_read_cb does */
 		fuzz_check_fds(&s);
 		fuzz_check_regions(&s);
+		if (ret == 0)
+			fuzz_await_reply(&s, type);
 		if (s.peer != -1)
 			fuzz_check_reply(&s, verdict, type, seq, after_id,
 			    nregions, ret);

@@ -36,6 +36,12 @@
 #define FDS_READ_ONLY	6
 #define FDS_FLOOD	7
 
+/* An action record, as FUZZ_ACTION_* in fuzz-proto.c. */
+#define MK_ACT_STATE	0
+#define MK_ACT_HEADER	1
+#define MK_ACT_TOUCH	2
+#define MK_ACT_DROP	3
+
 #define MK_MAX		4200	/* fuzz.sh's -max_len */
 #define PG		4096ULL
 
@@ -227,6 +233,85 @@ mk_decoder_inputs(void)
 	mk_decoder("d-oversized", big, sizeof(big), 0);
 }
 
+/* Actions of a hostile client: ops of 3 bytes after "HZFA". */
+struct mk_act {
+	unsigned char	b[3 * 128 + 4];
+	size_t		n;
+};
+
+static void
+mk_act_start(struct mk_act *a)
+{
+	memcpy(a->b, "HZFA", 4);
+	a->n = 4;
+}
+
+static void
+mk_act(struct mk_act *a, int kind, unsigned a1, unsigned a2)
+{
+	if (a->n + 3 > sizeof(a->b)) {
+		fprintf(stderr, "mkcorpus: action too long\n");
+		exit(1);
+	}
+	a->b[a->n++] = (unsigned char)kind;
+	a->b[a->n++] = (unsigned char)a1;
+	a->b[a->n++] = (unsigned char)a2;
+}
+
+/* Sessions where the client overwrites its page state while faulting. */
+static void
+mk_hostile_inputs(void)
+{
+	struct mk_buf		 b;
+	struct mk_act		 a;
+	struct hpz_msg_register	 reg;
+	struct hpz_msg_range	 rng;
+	unsigned int		 i, mode;
+	static const char *const names[] = {
+		"s-real-hostile-state", "s-loop-hostile-state"
+	};
+
+	for (mode = 0; mode < 2; mode++) {
+		mk_start(&b, MK_SESSION | MK_REAL_UFFD | (mode ? MK_LOOP : 0));
+		reg = mk_register(1, 0, 16 * PG, HPZ_DISCARD);
+		mk_record(&b, &reg, sizeof(reg), FDS_DEFAULT);
+		/* BUSY bits on every page, then touch them all. */
+		mk_act_start(&a);
+		for (i = 0; i < 16; i++)
+			mk_act(&a, MK_ACT_STATE, i, 0x80 | (i & 3));
+		for (i = 0; i < 16; i++)
+			mk_act(&a, MK_ACT_TOUCH, i, i);
+		mk_record(&b, a.b, a.n, FDS_DEFAULT);
+		/* Written, reset under BUSY bits, touched and dropped. */
+		rng = mk_range(HPZ_MSG_RESET, 2, 0, 16 * PG);
+		mk_record(&b, &rng, sizeof(rng), FDS_DEFAULT);
+		mk_act_start(&a);
+		for (i = 0; i < 16; i++) {
+			mk_act(&a, MK_ACT_STATE, i, 0xc1);
+			mk_act(&a, MK_ACT_TOUCH, i, 1);
+			mk_act(&a, MK_ACT_DROP, i, 0);
+			mk_act(&a, MK_ACT_HEADER, i * 4, 0xff);
+		}
+		mk_record(&b, a.b, a.n, FDS_DEFAULT);
+		rng = mk_range(HPZ_MSG_RESET, 3, 0, 16 * PG);
+		mk_record(&b, &rng, sizeof(rng), FDS_DEFAULT);
+		rng = mk_range(HPZ_MSG_SCRUB, 4, 0, 16 * PG);
+		mk_record(&b, &rng, sizeof(rng), FDS_DEFAULT);
+		/* Values that are no state at all, the header scrambled. */
+		mk_act_start(&a);
+		for (i = 0; i < 16; i++) {
+			mk_act(&a, MK_ACT_STATE, i, 0x3d + i * 17);
+			mk_act(&a, MK_ACT_TOUCH, 15 - i, 2);
+		}
+		for (i = 0; i < 88; i += 8)
+			mk_act(&a, MK_ACT_HEADER, i, 0x5a);
+		mk_record(&b, a.b, a.n, FDS_DEFAULT);
+		rng = mk_range(HPZ_MSG_UNREGISTER, 5, 0, 16 * PG);
+		mk_record(&b, &rng, sizeof(rng), FDS_DEFAULT);
+		mk_write(&b, names[mode]);
+	}
+}
+
 static void
 mk_session_inputs(void)
 {
@@ -404,6 +489,7 @@ main(int argc, char **argv)
 	mk_dir = argv[1];
 	mk_decoder_inputs();
 	mk_session_inputs();
+	mk_hostile_inputs();
 	printf("mkcorpus: %d inputs in %s\n", mk_files, mk_dir);
 	return (0);
 }
