@@ -1035,8 +1035,16 @@ uffd_begin(struct worker *self, struct uffd_batch *b, struct work *first)
 	idx = (first->addr - b->base) / r->page_size;
 	off = first->addr - (b->base + idx * r->page_size);
 	resolve_begin(&b->rs, &r->rt, &uffd_ops, b, first->kind, 0);
-	if (resolve_claim(&b->rs, idx, off, &first->park) != RESOLVE_CLAIMED)
+	switch (resolve_claim(&b->rs, idx, off, &first->park)) {
+	case RESOLVE_CLAIMED:
+		break;
+	case RESOLVE_HELD:
+		return (-1);	/* parked */
+	default:
+		uffd_stray(r, b->f, first->addr);
+		uffd_work_end(first);
 		return (-1);
+	}
 	scrub_fault(r, idx, first->kind);
 	b->item[0] = first;
 	b->iidx[0] = idx;

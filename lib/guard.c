@@ -5,7 +5,7 @@
  * the same userfaultfd, backing file and page-state memfd, so that the new
  * daemon adopts the state.  If no daemon answers within HPZ_FALLBACK_MS, the
  * guard takes each region's server lock and serves the faults itself with
- * the daemon's state machine (state.c), until a daemon is back.
+ * the daemon's own resolve transaction (resolve.c), until a daemon is back.
  *
  * Locks: lib_lock (client.c) owns the connection and may be held across
  * anything, madvise included, which with non-cooperative uffd events waits

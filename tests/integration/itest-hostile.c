@@ -513,12 +513,14 @@ static void
 hs_run(void (*attack)(struct hs_shared *), const char *name)
 {
 	struct hs_shared	*sh;
+	struct hpz_status	 base, st;
 	unsigned long long	 start;
 	pid_t			 daemon, honest, hostile;
 	int			 status, rounds;
 	uint64_t		 t0;
 
 	itest_need_pages(2048, 8 + 32 + 8);
+	base = itest_status();
 	daemon = hs_daemon();
 	start = hs_daemon_start(daemon);
 	cr_assert_neq(start, 0, "no daemon with pid %d", (int)daemon);
@@ -578,6 +580,17 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 	    name, (int)daemon);
 	cr_assert_eq(hs_daemon_start(daemon), start,
 	    "%s: pid %d is another process now", name, (int)daemon);
+	/* The attacker's regions go with its connection: let them go. */
+	t0 = hs_now_ms();
+	do {
+		st = itest_status();
+		if (st.regions <= base.regions)
+			break;
+		usleep(50 * 1000);
+	} while (hs_now_ms() - t0 < hs_scaled(HS_BOUND_MS));
+	cr_assert_leq(st.regions, base.regions, "%s: the daemon still holds "
+	    "%llu regions of the clients that are gone", name,
+	    (unsigned long long)(st.regions - base.regions));
 	munmap(sh, sizeof(*sh));
 }
 
@@ -610,4 +623,84 @@ Test(attack, hugetlbfs_truncated_while_scrubbed, .timeout = 180)
 Test(attack, truncated_while_fault_clears, .timeout = 180)
 {
 	hs_run(hs_attack_truncate_fault, "truncated while a fault clears");
+}
+
+/*
+ * SIGTERM stops a daemon in its normal time while clients attack it: its
+ * own daemon on a private socket, BUSY bits faulted and reset, and a file
+ * truncated under the scrub, at once.
+ */
+Test(attack, sigterm_stops_daemon_under_attack, .timeout = 180)
+{
+	struct hs_shared	*sh;
+	char			 dir[] = "/tmp/hpz-hostile.XXXXXX", sock[128];
+	char			 log[128];
+	pid_t			 daemon, att[3];
+	uint64_t		 t0;
+	int			 i, fd, status;
+
+	itest_need_pages(2048, 3 * 32 + 8);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/hpzerod.sock", dir);
+	snprintf(log, sizeof(log), "%s/hpzerod.log", dir);
+	daemon = fork();
+	cr_assert_geq(daemon, 0);
+	if (daemon == 0) {
+		if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644)) >= 0)
+			dup2(fd, 2);
+		execl(itest_daemon_path(), "hpzerod", "--socket", sock,
+		    "--workers", "2", (char *)NULL);
+		_exit(121);
+	}
+	for (i = 0; i < 500 && access(sock, F_OK) != 0; i++)
+		usleep(10 * 1000);
+	cr_assert_eq(access(sock, F_OK), 0, "hpzerod did not come up");
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(sh, MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	for (i = 0; i < 3; i++) {
+		att[i] = fork();
+		cr_assert_geq(att[i], 0);
+		if (att[i] == 0) {
+			setenv("HPZ_SOCKET", sock, 1);
+			if (i == 0)
+				hs_attack_busy_fault(sh);
+			else if (i == 1)
+				hs_attack_busy_reset(sh);
+			else
+				hs_attack_truncate_scrub(sh);
+			_exit(0);
+		}
+	}
+	t0 = hs_now_ms();
+	while (atomic_load(&sh->attacks) < 3 && hs_now_ms() - t0 < 5000)
+		usleep(20 * 1000);
+	usleep(500 * 1000);
+	kill(daemon, SIGTERM);
+	t0 = hs_now_ms();
+	while (waitpid(daemon, &status, WNOHANG) != daemon) {
+		if (hs_now_ms() - t0 > hs_scaled(HS_BOUND_MS)) {
+			kill(daemon, SIGKILL);
+			waitpid(daemon, NULL, 0);
+			for (i = 0; i < 3; i++)
+				hs_kill(att[i]);
+			cr_assert_fail("hpzerod did not stop on SIGTERM in %llu "
+			    "ms while attacked (%d attacks)",
+			    (unsigned long long)hs_scaled(HS_BOUND_MS),
+			    atomic_load(&sh->attacks));
+		}
+		usleep(20 * 1000);
+	}
+	cr_log_info("hpzerod stopped in %llu ms on SIGTERM",
+	    (unsigned long long)(hs_now_ms() - t0));
+	for (i = 0; i < 3; i++)
+		hs_kill(att[i]);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "hpzerod exit status 0x%x on SIGTERM under attack", status);
+	cr_assert_gt(atomic_load(&sh->attacks), 0, "the attacks never ran");
+	unlink(log);
+	unlink(sock);
+	rmdir(dir);
+	munmap(sh, sizeof(*sh));
 }
