@@ -573,9 +573,14 @@ int
 clear_guarded(void *p, size_t len, void (*body)(void *), void *arg)
 {
 	struct clear_guard	*g = &clear_tguard;
+	sigset_t		 bus;
 
 	pthread_once(&clear_guard_once, clear_guard_install);
-	if (sigsetjmp(g->jb, 1) != 0) {
+	/* No mask saved (a syscall per clear): SIGBUS is unblocked here. */
+	if (sigsetjmp(g->jb, 0) != 0) {
+		sigemptyset(&bus);
+		sigaddset(&bus, SIGBUS);
+		pthread_sigmask(SIG_UNBLOCK, &bus, NULL);
 		clear_fence();
 		return (-EFAULT);
 	}
