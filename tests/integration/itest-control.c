@@ -616,7 +616,24 @@ ctl_attack_in_flight(int wfd)
 	ctl_attack_linger(wfd, CTL_IN_FLIGHT);
 }
 
+/* No attack: the same rounds, for the figures beside the attacks'. */
+static void
+ctl_attack_none(int wfd)
+{
+	(void)write(wfd, "r", 1);
+	(void)write(wfd, &(struct ctl_verdict){ .replies = 0 },
+	    sizeof(struct ctl_verdict));
+	pause();
+}
+
 /* ---- the tests ---------------------------------------------------------- */
+
+Test(control, honest_client_alone, .timeout = 120)
+{
+	struct ctl_verdict	v;
+
+	ctl_beside(ctl_attack_none, "no attack", &v);
+}
 
 Test(control, lock_holder_registering_again_and_again, .timeout = 120)
 {
