@@ -168,11 +168,11 @@ struct fdstore_rel {
  * 0 with the header's copy in rel, or -1 with why.
  */
 static int
-fdstore_check_state(int sfd, struct fdstore_rel *rel, char *why,
+fdstore_check_state(int sfd, int fd, struct fdstore_rel *rel, char *why,
     size_t whylen)
 {
 	struct hpz_state_header	h;
-	struct stat		sb;
+	struct stat		sb, fb;
 	int			seals;
 
 	seals = fcntl(sfd, F_GET_SEALS);
@@ -203,6 +203,14 @@ fdstore_check_state(int sfd, struct fdstore_rel *rel, char *why,
 		    (unsigned long long)h.page_size,
 		    (unsigned long long)h.len, (unsigned long long)h.offset,
 		    (unsigned long long)rel->npages);
+		return (-1);
+	}
+	/* Where its pages are: inside the file, or the header lies. */
+	if (fstat(fd, &fb) == -1 || h.offset > (uint64_t)fb.st_size ||
+	    h.len > (uint64_t)fb.st_size - h.offset) {
+		snprintf(why, whylen, "its state header puts the range at "
+		    "%llu, +%llu, outside its file", (unsigned long long)h.offset,
+		    (unsigned long long)h.len);
 		return (-1);
 	}
 	rel->page_size = h.page_size;
@@ -309,7 +317,8 @@ fdstore_release(uint64_t id, int *fds, const char *why)
 		free(rel);
 		return;
 	}
-	if (fdstore_check_state(rel->fds[2], rel, bad, sizeof(bad)) != 0) {
+	if (fdstore_check_state(rel->fds[2], rel->fds[1], rel, bad,
+	    sizeof(bad)) != 0) {
 		log_warnx("stored region %llu: not taken back: %s; and %s: "
 		    "dropped as it is, without its garbage being punched",
 		    (unsigned long long)id, why, bad);
