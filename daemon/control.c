@@ -679,7 +679,7 @@ control_drop(struct client *c, const char *why)
 		event_free(c->ev);
 	/* Its queue may still hold fds in flight: their release may block. */
 	if (c->fd >= 0)
-		reap_close(c->fd);
+		reap_close_conn(c->fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	free(c);
@@ -766,13 +766,13 @@ control_accept_cb(int lfd, short events, void *arg)
 	 */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
 		log_warn("SO_PEERCRED");
-		reap_close(fd);
+		reap_close_conn(fd);
 		return;
 	}
 	if (control_count >= HPZD_CLIENTS_MAX) {
 		log_warnx("pid %d uid %u: too many clients, refused",
 		    (int)cred.pid, (unsigned)cred.uid);
-		reap_close(fd);
+		reap_close_conn(fd);
 		return;
 	}
 	if (control_uid_clients > 0) {
@@ -784,13 +784,13 @@ control_accept_cb(int lfd, short events, void *arg)
 			log_warnx("pid %d uid %u: uid has %d connections, the "
 			    "most allowed ([limits] clients in hpzerod.conf); "
 			    "refused", (int)cred.pid, (unsigned)cred.uid, nc);
-			reap_close(fd);
+			reap_close_conn(fd);
 			return;
 		}
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warn("calloc");
-		reap_close(fd);
+		reap_close_conn(fd);
 		return;
 	}
 	c->id = control_next_id++;
@@ -808,7 +808,7 @@ control_accept_cb(int lfd, short events, void *arg)
 		if (c->ev != NULL)
 			event_free(c->ev);
 		bucket_free(c->budget);
-		reap_close(fd);
+		reap_close_conn(fd);
 		free(c);
 		return;
 	}

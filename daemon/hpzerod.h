@@ -457,6 +457,7 @@ int		 reap_start(void);
 void		 reap_stop(void);
 void		 reap_block_signal(void);
 void		 reap_close(int fd);
+void		 reap_close_conn(int fd);
 uint64_t	 reap_pending(void);
 uint64_t	 reap_slow_count(void);
 

@@ -9,7 +9,10 @@
  * flight in it.  So every descriptor that came from (or carries) a client
  * is closed here, by one thread made at start-up, never by the loop.
  *
- * A close that blocks would hold up the others behind it: each batch of
+ * The reaper asks a socket not to linger before it closes it, and reads
+ * out what is queued in a client's connection (closing the fds that
+ * carries the same way) before it closes that.  A close that blocks
+ * anyway would hold up the others behind it: each batch of
  * closes runs with a timer that interrupts the one in progress with a
  * signal (REAP_SIGNAL, caught by a handler that does nothing, without
  * SA_RESTART) every REAP_STUCK_MS.
@@ -23,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "hpzerod.h"
@@ -30,10 +35,14 @@
 /* A close running longer than this is interrupted (and again each time). */
 #define REAP_STUCK_MS	1000
 #define REAP_SIGNAL	(SIGRTMIN + 2)
+/* Messages read out of a connection before it is closed. */
+#define REAP_DRAIN_MAX	1024
 
 static pthread_mutex_t	 reap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 reap_cond = PTHREAD_COND_INITIALIZER;
-static int		*reap_q;		/* fds to close, FIFO */
+static int		*reap_q;		/* fds to close, FIFO; a
+						   connection to drain first
+						   as -(fd + 1) */
 static size_t		 reap_head, reap_n, reap_cap;
 static int		 reap_running;		/* the thread exists */
 static int		 reap_stopping;
@@ -73,6 +82,74 @@ reap_arm(timer_t timer, int armed, int ms)
 	its.it_value.tv_nsec = (ms % 1000) * 1000000L;
 	its.it_interval = its.it_value;
 	timer_settime(timer, 0, &its, NULL);
+}
+
+/*
+ * A socket's close lingers only if it asked to (SO_LINGER): ask it not to.
+ * This acts through the fd the client passed, as the client could itself,
+ * and changes nothing but how its last close goes.
+ */
+static void
+reap_defuse(int fd)
+{
+	struct linger	off = { 0, 0 };
+	struct stat	st;
+
+	if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+}
+
+static void
+reap_close_one(int fd)
+{
+	reap_defuse(fd);
+	close(fd);	/* gone whatever close says */
+}
+
+/*
+ * A client's connection: what is still queued in it would be released by
+ * its close, on this thread, out of our reach.  Shut it so nothing more
+ * comes, read the queue out (a bounded number of messages), and close
+ * the fds those carry the way every other is closed.
+ */
+static void
+reap_drain(int sock)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 253)];
+	}		 cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 byte[64];
+	size_t		 i, count;
+	int		 fd, n;
+
+	(void)shutdown(sock, SHUT_RDWR);
+	for (n = 0; n < REAP_DRAIN_MAX; n++) {
+		memset(&mh, 0, sizeof(mh));
+		iov.iov_base = byte;
+		iov.iov_len = sizeof(byte);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		if (recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+			break;
+		for (c = CMSG_FIRSTHDR(&mh); c != NULL;
+		    c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS)
+				continue;
+			count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (i = 0; i < count; i++) {
+				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int),
+				    sizeof(fd));
+				reap_close_one(fd);
+			}
+		}
+	}
 }
 
 /*
@@ -129,7 +206,11 @@ reap_main(void *arg)
 		reap_arm(timer, armed, REAP_STUCK_MS);
 		for (i = 0; i < n; i++) {
 			t0 = stats_now_ns();
-			close(batch[i]);	/* gone whatever close says */
+			if (batch[i] < 0) {
+				reap_drain(-(batch[i] + 1));
+				close(-(batch[i] + 1));
+			} else
+				reap_close_one(batch[i]);
 			if (stats_now_ns() - t0 >= REAP_STUCK_MS * 1000000ULL) {
 				atomic_fetch_add(&reap_slow, 1);
 				log_warnx("reaper: closing a descriptor a client "
@@ -206,9 +287,8 @@ reap_stop(void)
 	reap_head = reap_n = reap_cap = 0;
 }
 
-/* Close fd, later, on the reaper (now, if there is none). */
-void
-reap_close(int fd)
+static void
+reap_enqueue(int fd, int drain)
 {
 	int	*q;
 	size_t	 i, cap;
@@ -231,12 +311,26 @@ reap_close(int fd)
 		reap_head = 0;
 		reap_cap = cap;
 	}
-	reap_q[(reap_head + reap_n) % reap_cap] = fd;
+	reap_q[(reap_head + reap_n) % reap_cap] = drain ? -(fd + 1) : fd;
 	reap_n++;
 	/* A busy reaper looks again before it sleeps: no wake-up needed. */
 	if (reap_idle)
 		pthread_cond_signal(&reap_cond);
 	pthread_mutex_unlock(&reap_lock);
+}
+
+/* Close fd, later, on the reaper (now, if there is none). */
+void
+reap_close(int fd)
+{
+	reap_enqueue(fd, 0);
+}
+
+/* Close a client's connection, later, with what is queued in it. */
+void
+reap_close_conn(int fd)
+{
+	reap_enqueue(fd, 1);
 }
 
 /* Descriptors waiting to be closed (the one being closed included). */
