@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <event2/event.h>
+
 #include "hpzerod.h"
 
 /* A close running longer than this is interrupted (and again each time). */
@@ -46,8 +48,10 @@ static int		*reap_q;		/* fds to close, FIFO; a
 static size_t		 reap_head, reap_n, reap_cap;
 static int		 reap_running;		/* the thread exists */
 static int		 reap_stopping;
-static size_t		 reap_busy;		/* taken, not yet closed */
+static atomic_size_t	 reap_busy;		/* taken, not yet closed */
 static int		 reap_idle;		/* waiting for work */
+static int		 reap_kicked;		/* a wake-up is on its way */
+static struct event	*reap_ev;		/* wakes it, after the replies */
 static pthread_t	 reap_thread;
 static atomic_uint_fast64_t reap_closed;
 static atomic_uint_fast64_t reap_slow;		/* closes interrupted */
@@ -201,7 +205,7 @@ reap_main(void *arg)
 			batch[n] = reap_q[reap_head];
 			reap_head = (reap_head + 1) % reap_cap;
 		}
-		reap_busy = n;
+		atomic_store(&reap_busy, n);
 		pthread_mutex_unlock(&reap_lock);
 		reap_arm(timer, armed, REAP_STUCK_MS);
 		for (i = 0; i < n; i++) {
@@ -217,9 +221,7 @@ reap_main(void *arg)
 				    "passed took over %d ms (a lingering socket "
 				    "or a slow FUSE server?)", REAP_STUCK_MS);
 			}
-			pthread_mutex_lock(&reap_lock);
-			reap_busy--;
-			pthread_mutex_unlock(&reap_lock);
+			atomic_fetch_sub(&reap_busy, 1);
 		}
 		reap_arm(timer, armed, 0);
 		atomic_fetch_add(&reap_closed, n);
@@ -232,7 +234,25 @@ reap_main(void *arg)
 	return (NULL);
 }
 
-/* Start the reaper (once, before serving). */
+/*
+ * Wake the reaper once per turn of the loop, after the callbacks that
+ * queued fds (and sent their replies): a wake-up costs a system call and
+ * a context switch, which no reply should wait for.
+ */
+static void
+reap_kick_cb(int fd, short events, void *arg)
+{
+	(void)fd;
+	(void)events;
+	(void)arg;
+	pthread_mutex_lock(&reap_lock);
+	reap_kicked = 0;
+	if (reap_n > 0 && reap_idle)
+		pthread_cond_signal(&reap_cond);
+	pthread_mutex_unlock(&reap_lock);
+}
+
+/* Start the reaper (once, before serving; hpzd_base exists). */
 int
 reap_start(void)
 {
@@ -241,6 +261,9 @@ reap_start(void)
 
 	if (reap_running)
 		return (0);
+	if ((reap_ev = event_new(hpzd_base, -1, 0, reap_kick_cb, NULL)) ==
+	    NULL)
+		return (-1);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = reap_signal_cb;	/* no SA_RESTART: interrupt */
 	sigemptyset(&sa.sa_mask);
@@ -277,7 +300,7 @@ reap_stop(void)
 	ts.tv_sec += 3;
 	if (pthread_timedjoin_np(reap_thread, NULL, &ts) != 0) {
 		log_warnx("reaper: %zu descriptors still closing at exit",
-		    reap_n + reap_busy);
+		    reap_n + atomic_load(&reap_busy));
 		pthread_detach(reap_thread);
 		return;
 	}
@@ -285,6 +308,8 @@ reap_stop(void)
 	free(reap_q);
 	reap_q = NULL;
 	reap_head = reap_n = reap_cap = 0;
+	event_free(reap_ev);
+	reap_ev = NULL;
 }
 
 static void
@@ -314,12 +339,14 @@ reap_enqueue(int fd, int drain)
 	reap_q[(reap_head + reap_n) % reap_cap] = drain ? -(fd + 1) : fd;
 	reap_n++;
 	/* A busy reaper looks again before it sleeps: no wake-up needed. */
-	if (reap_idle)
-		pthread_cond_signal(&reap_cond);
+	if (reap_idle && !reap_kicked) {
+		reap_kicked = 1;
+		event_active(reap_ev, EV_TIMEOUT, 0);
+	}
 	pthread_mutex_unlock(&reap_lock);
 }
 
-/* Close fd, later, on the reaper (now, if there is none). */
+/* Close fd, later, on the reaper (now, if there is none); main thread. */
 void
 reap_close(int fd)
 {
@@ -340,7 +367,7 @@ reap_pending(void)
 	uint64_t	n;
 
 	pthread_mutex_lock(&reap_lock);
-	n = reap_n + (uint64_t)reap_busy;
+	n = reap_n + (uint64_t)atomic_load(&reap_busy);
 	pthread_mutex_unlock(&reap_lock);
 	return (n);
 }
