@@ -53,15 +53,15 @@ control_limits(const struct conf *c)
 
 /*
  * What one uid holds: connections, regions, bytes registered, bytes of
- * page state.  Regions taken back from the fd store count once, with the
- * orphan that holds them until their process registers them again.
+ * page state (each client keeps its sums, region.c).  Regions taken back
+ * from the fd store count once, with the orphan that holds them until
+ * their process registers them again.
  */
 int
 control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes,
     uint64_t *state_bytes)
 {
 	struct client	*c;
-	struct region	*r;
 
 	*clients = *regions = 0;
 	*bytes = *state_bytes = 0;
@@ -70,11 +70,9 @@ control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes,
 			continue;
 		if (!c->orphan)		/* not a connection */
 			(*clients)++;
-		TAILQ_FOREACH(r, &c->regions, entry) {
-			(*regions)++;
-			*bytes += r->len;
-			*state_bytes += HPZ_STATE_SIZE(r->npages);
-		}
+		*regions += (int)c->nregions;
+		*bytes += c->bytes;
+		*state_bytes += c->state_bytes;
 	}
 	return (0);
 }

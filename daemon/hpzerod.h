@@ -145,6 +145,8 @@ struct client {
 	struct event		*ev;
 	struct regions		 regions;
 	size_t			 nregions;
+	uint64_t		 bytes;		/* of its regions */
+	uint64_t		 state_bytes;	/* their page state */
 	struct bucket		*budget;	/* background GB/s (scrub.c) */
 	int			 orphan;	/* regions back from the fd
 						   store, no connection yet */

@@ -437,6 +437,8 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	TAILQ_INSERT_TAIL(&c->regions, r, entry);
 	TAILQ_INSERT_TAIL(&region_all, r, all);
 	c->nregions++;
+	c->bytes += r->len;
+	c->state_bytes += HPZ_STATE_SIZE(r->npages);
 	r->priority = HPZ_PRIO_DEFAULT;
 	*out = r;
 	return (0);
@@ -523,10 +525,14 @@ region_move(struct region *r, struct client *to)
 
 	TAILQ_REMOVE(&from->regions, r, entry);
 	from->nregions--;
+	from->bytes -= r->len;
+	from->state_bytes -= HPZ_STATE_SIZE(r->npages);
 	r->client = to;
 	r->pid = to->pid;
 	TAILQ_INSERT_TAIL(&to->regions, r, entry);
 	to->nregions++;
+	to->bytes += r->len;
+	to->state_bytes += HPZ_STATE_SIZE(r->npages);
 }
 
 /* Block until every work item queued for the region has finished. */
@@ -588,6 +594,8 @@ region_destroy(struct region *r)
 	TAILQ_REMOVE(&c->regions, r, entry);
 	TAILQ_REMOVE(&region_all, r, all);
 	c->nregions--;
+	c->bytes -= r->len;
+	c->state_bytes -= HPZ_STATE_SIZE(r->npages);
 	fdstore_forget(r);
 	event_free(r->ev);
 	munmap(r->map, r->len);
