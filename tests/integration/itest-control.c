@@ -801,6 +801,7 @@ struct ctl_daemon {
 	char	dir[64];
 	char	sock[128];
 	char	log[128];
+	char	conf[128];	/* settings file, "" for none */
 	pid_t	pid;
 };
 
@@ -817,8 +818,13 @@ ctl_daemon_start(struct ctl_daemon *d)
 		fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (fd >= 0)
 			dup2(fd, 2);
-		execl(itest_daemon_path(), "hpzerod", "--socket", d->sock,
-		    "--workers", "2", (char *)NULL);
+		if (d->conf[0] != '\0')
+			execl(itest_daemon_path(), "hpzerod", "--socket",
+			    d->sock, "--workers", "2", "--config", d->conf,
+			    (char *)NULL);
+		else
+			execl(itest_daemon_path(), "hpzerod", "--socket",
+			    d->sock, "--workers", "2", (char *)NULL);
 		_exit(121);
 	}
 	for (i = 0; i < 500 && access(d->sock, F_OK) != 0; i++)
@@ -899,3 +905,77 @@ Test(control, mremap_whole_region_then_reset_unregister_restart,
 	unlink(d.sock);
 	rmdir(d.dir);
 }
+
+#if HPZ_PROTOCOL_VERSION >= 5
+static void
+ctl_conf_write(const char *path, const char *text)
+{
+	FILE	*f;
+
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* [limits] region_pages and state_bytes, read again on SIGHUP. */
+Test(control, region_limits_reloaded_on_sighup, .timeout = 60)
+{
+	struct ctl_daemon	d;
+	struct hpz_status	st;
+	struct hpz_region	r;
+	int			error, i;
+
+	memset(&d, 0, sizeof(d));
+	strcpy(d.dir, "/tmp/hpz-lim.XXXXXX");
+	cr_assert_not_null(mkdtemp(d.dir));
+	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
+	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
+	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
+	ctl_conf_write(d.conf, "[limits]\nregion_pages = 16\n");
+	setenv("HPZ_SOCKET", d.sock, 1);
+	ctl_daemon_start(&d);
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	cr_assert_eq(st.limit_region_pages, 16);
+
+	cr_assert_eq(hpz_region_create(&r, 32 * 4096, HPZ_PAGE_SHMEM), 0);
+	error = hpz_register(&r);
+	cr_assert_eq(error, -EDQUOT, "32 pages over 16: %d (%s)", error,
+	    hpz_last_error());
+	cr_assert_not_null(strstr(hpz_last_error(), "[limits] region_pages"),
+	    "%s", hpz_last_error());
+
+	ctl_conf_write(d.conf, "[limits]\nregion_pages = 64\n"
+	    "state_bytes = 4200\n");
+	kill(d.pid, SIGHUP);
+	for (i = 0; i < 200; i++) {
+		cr_assert_eq(hpz_status(&st), 0);
+		if (st.limit_region_pages == 64)
+			break;
+		usleep(10 * 1000);
+	}
+	cr_assert_eq(st.limit_region_pages, 64, "SIGHUP not applied");
+	cr_assert_eq(st.limit_uid_state_bytes, 4200);
+	/* 32 pages fit now; their state (4096 + 32) fits 4200, twice not. */
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(hpz_status(&st), 0);
+	cr_assert_eq(st.uid_state_bytes, 4096 + 32);
+	{
+		struct hpz_region	r2;
+
+		cr_assert_eq(hpz_region_create(&r2, 32 * 4096,
+		    HPZ_PAGE_SHMEM), 0);
+		error = hpz_register(&r2);
+		cr_assert_eq(error, -EDQUOT, "second region: %d (%s)", error,
+		    hpz_last_error());
+		cr_assert_not_null(strstr(hpz_last_error(),
+		    "[limits] state_bytes"), "%s", hpz_last_error());
+		hpz_region_destroy(&r2);
+	}
+	hpz_region_destroy(&r);
+	ctl_daemon_kill(&d, SIGTERM);
+	unlink(d.conf);
+	unlink(d.log);
+	unlink(d.sock);
+	rmdir(d.dir);
+}
+#endif
