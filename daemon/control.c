@@ -117,8 +117,9 @@ control_check_quota(struct client *c, uint64_t len, uint64_t npages,
 	}
 	if (control_uid_bytes > 0 && (bytes > control_uid_bytes ||
 	    len > control_uid_bytes - bytes)) {
-		snprintf(why, whylen, "uid %u would have %llu bytes registered, "
-		    "over the limit of %llu ([limits] bytes in hpzerod.conf)",
+		snprintf(why, whylen, "uid %u would have %llu bytes "
+		    "registered, over the limit of %llu ([limits] bytes in "
+		    "hpzerod.conf)",
 		    (unsigned)c->uid, (unsigned long long)(bytes + len),
 		    (unsigned long long)control_uid_bytes);
 		return (-EDQUOT);

@@ -155,7 +155,7 @@ struct fdstore_rel {
 	uint64_t	id;
 	int		fds[FDSTORE_KINDS];
 	uint64_t	npages;		/* from the sealed size */
-	uint64_t	page_size;	/* the rest from one copy of the header */
+	uint64_t	page_size;	/* the rest: one copy of the header */
 	uint64_t	offset;
 	uint64_t	addr;
 	uint64_t	len;
@@ -209,8 +209,8 @@ fdstore_check_state(int sfd, int fd, struct fdstore_rel *rel, char *why,
 	if (fstat(fd, &fb) == -1 || h.offset > (uint64_t)fb.st_size ||
 	    h.len > (uint64_t)fb.st_size - h.offset) {
 		snprintf(why, whylen, "its state header puts the range at "
-		    "%llu, +%llu, outside its file", (unsigned long long)h.offset,
-		    (unsigned long long)h.len);
+		    "%llu, +%llu, outside its file",
+		    (unsigned long long)h.offset, (unsigned long long)h.len);
 		return (-1);
 	}
 	rel->page_size = h.page_size;

@@ -102,14 +102,14 @@ struct region {
 
 	/* Before it serves (prep.c), and the register's reply (control.c). */
 	int			 prep_kind;	/* PREP_*: work left */
-	struct prep_job		*prep;		/* queued or running, or NULL */
+	struct prep_job		*prep;		/* queued, running or NULL */
 	int			 fresh;		/* new state: no magic yet */
-	int			 started;	/* region_start() done: serving */
-	uint64_t		 garbage_found;	/* garbage pages at register */
-	struct client		*waiter;	/* r->client, waiting for the
+	int			 started;	/* region_start() done */
+	uint64_t		 garbage_found;	/* garbage at register */
+	struct client		*waiter;	/* r->client waiting for the
 						   reply to seq, or NULL */
 	uint32_t		 waiter_seq;
-	const char		*waiter_text;	/* "registered" or "... again" */
+	const char		*waiter_text;	/* the reply's text */
 };
 TAILQ_HEAD(regions, region);
 
@@ -432,7 +432,7 @@ struct conf {
 	int		 uid_regions;		/* regions */
 	uint64_t	 uid_bytes;		/* bytes */
 	uint64_t	 uid_state_bytes;	/* state_bytes */
-	uint64_t	 region_pages;		/* region_pages, per region */
+	uint64_t	 region_pages;		/* region_pages, a region */
 };
 void		 conf_defaults(struct conf *);
 int		 conf_load(const char *path, struct conf *, char *why,

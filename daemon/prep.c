@@ -42,9 +42,9 @@ struct prep_job {
 TAILQ_HEAD(prep_jobs, prep_job);
 
 static pthread_mutex_t	 prep_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t	 prep_cond = PTHREAD_COND_INITIALIZER;	/* work */
-static pthread_cond_t	 prep_idle = PTHREAD_COND_INITIALIZER;	/* a job
-								   stopped */
+/* prep_cond: work is queued; prep_idle: a job stopped running. */
+static pthread_cond_t	 prep_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t	 prep_idle = PTHREAD_COND_INITIALIZER;
 static struct prep_jobs	 prep_queue = TAILQ_HEAD_INITIALIZER(prep_queue);
 static struct prep_jobs	 prep_done = TAILQ_HEAD_INITIALIZER(prep_done);
 static pthread_t	 prep_thread;

@@ -48,10 +48,10 @@ static int		*reap_q;		/* fds to close, FIFO; a
 static size_t		 reap_head, reap_n, reap_cap;
 static int		 reap_running;		/* the thread exists */
 static int		 reap_stopping;
-static atomic_size_t	 reap_busy;		/* taken, not yet closed */
+static atomic_size_t	 reap_busy;		/* taken, not closed */
 static int		 reap_idle;		/* waiting for work */
-static int		 reap_kicked;		/* a wake-up is on its way */
-static struct event	*reap_ev;		/* wakes it, after the replies */
+static int		 reap_kicked;		/* a wake-up is coming */
+static struct event	*reap_ev;		/* wakes it after replies */
 static pthread_t	 reap_thread;
 static atomic_uint_fast64_t reap_closed;
 static atomic_uint_fast64_t reap_slow;		/* closes interrupted */
@@ -217,9 +217,10 @@ reap_main(void *arg)
 				reap_close_one(batch[i]);
 			if (stats_now_ns() - t0 >= REAP_STUCK_MS * 1000000ULL) {
 				atomic_fetch_add(&reap_slow, 1);
-				log_warnx("reaper: closing a descriptor a client "
-				    "passed took over %d ms (a lingering socket "
-				    "or a slow FUSE server?)", REAP_STUCK_MS);
+				log_warnx("reaper: closing a descriptor a "
+				    "client passed took over %d ms (a "
+				    "lingering socket or a slow FUSE "
+				    "server?)", REAP_STUCK_MS);
 			}
 			atomic_fetch_sub(&reap_busy, 1);
 		}
