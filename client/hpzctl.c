@@ -74,6 +74,17 @@ static const struct hpzctl_field hpzctl_fields[] = {
 	HPZCTL_FIELD(bg_pages_premapped),
 	HPZCTL_FIELD(bg_pages_pending),
 	HPZCTL_FIELD(bg_throttle_ns),
+	HPZCTL_FIELD(limit_uid_clients),
+	HPZCTL_FIELD(limit_uid_regions),
+	HPZCTL_FIELD(limit_uid_bytes),
+	HPZCTL_FIELD(limit_uid_state_bytes),
+	HPZCTL_FIELD(limit_region_pages),
+	HPZCTL_FIELD(limit_conn_regions),
+	HPZCTL_FIELD(uid_clients),
+	HPZCTL_FIELD(uid_regions),
+	HPZCTL_FIELD(uid_bytes),
+	HPZCTL_FIELD(uid_state_bytes),
+	HPZCTL_FIELD(fds_closing),
 };
 
 #define HPZCTL_MAX_REGIONS	4096
@@ -97,6 +108,9 @@ static unsigned long long hpzctl_hist_percentile(const unsigned long long *,
 static double	hpzctl_gbs(unsigned long long, unsigned long long);
 static struct hpz_region_info *hpzctl_regions(size_t *);
 static int	hpzctl_status(int, char **);
+static const char *hpzctl_limit(unsigned long long, unsigned long long, int,
+		    char *, size_t);
+static void	hpzctl_limits(const struct hpz_status *);
 static int	hpzctl_stats(int, char **);
 static int	hpzctl_stats_table(const struct hpz_status *);
 static int	hpzctl_regions_table(void);
@@ -317,7 +331,51 @@ hpzctl_status(int argc, char **argv)
 		printf("  %-18s p50 < %.0f us, p99 < %.0f us, max %.0f us\n",
 		    "fault latency:", hpzctl_percentile(&st, 0.50) / 1e3,
 		    hpzctl_percentile(&st, 0.99) / 1e3, st.fault_ns_max / 1e3);
+	hpzctl_limits(&st);
 	return (fflush(stdout) == 0 ? 0 : 1);
+}
+
+/* One limit and what this uid uses of it: "4096 (3 used)". */
+static const char *
+hpzctl_limit(unsigned long long limit, unsigned long long used, int bytes,
+    char *buf, size_t len)
+{
+	char	l[32], u[32];
+
+	if (bytes) {
+		hpzctl_bytes(limit, l, sizeof l);
+		hpzctl_bytes(used, u, sizeof u);
+	} else {
+		snprintf(l, sizeof l, "%llu", limit);
+		snprintf(u, sizeof u, "%llu", used);
+	}
+	snprintf(buf, len, "%s (%s used)", limit == 0 ? "unlimited" : l, u);
+	return (buf);
+}
+
+/* The [limits] in force (hpzerod.conf(5)), and this uid's share of them. */
+static void
+hpzctl_limits(const struct hpz_status *st)
+{
+	char	b1[80], b2[80], b3[80], b4[80];
+
+	printf("  %-18s connections %s, regions %s,\n"
+	    "  %-18s bytes %s, page state %s\n", "limits, this uid:",
+	    hpzctl_limit(st->limit_uid_clients, st->uid_clients, 0, b1,
+	    sizeof b1), hpzctl_limit(st->limit_uid_regions, st->uid_regions,
+	    0, b2, sizeof b2), "",
+	    hpzctl_limit(st->limit_uid_bytes, st->uid_bytes, 1, b3,
+	    sizeof b3), hpzctl_limit(st->limit_uid_state_bytes,
+	    st->uid_state_bytes, 1, b4, sizeof b4));
+	if (st->limit_region_pages == 0)
+		snprintf(b1, sizeof b1, "unlimited");
+	else
+		snprintf(b1, sizeof b1, "%llu", st->limit_region_pages);
+	printf("  %-18s %s pages a region, %llu regions a connection\n",
+	    "limits, a region:", b1, st->limit_conn_regions);
+	if (st->fds_closing > 0)
+		printf("  %-18s %llu passed fds still being closed\n",
+		    "closing:", st->fds_closing);
 }
 
 /* Upper bound (ns) of the histogram bucket holding quantile q. */

@@ -21,6 +21,14 @@
 #define CONF_HOT_SIZE_MAX	(1ULL << 30)
 #define CONF_AHEAD_MIN		(4ULL << 20)
 #define CONF_AHEAD_MAX		(256ULL << 20)
+/*
+ * A region costs its state bytes (one a page) in every walk of its state,
+ * whatever its pages cost the client: 16M pages is 64 GiB of 4 KiB shmem,
+ * 32 TiB of 2 MiB pages; 64M of state a uid, four such regions.  A sparse
+ * 1 TiB region of 4 KiB pages (256M pages) is refused.
+ */
+#define CONF_REGION_PAGES	(16ULL << 20)
+#define CONF_STATE_BYTES	(64ULL << 20)
 
 enum conf_type {
 	CONF_PATH,		/* char[], 1 .. size-1 bytes */
@@ -85,6 +93,10 @@ static const struct conf_key conf_keys[] = {
 	    1000000, "a number from 0 to 1000000" },
 	{ "limits", "bytes", CONF_BYTES, CONF_FIELD(uid_bytes), 0,
 	    UINT64_MAX, "a size such as 64G, or 0" },
+	{ "limits", "state_bytes", CONF_BYTES, CONF_FIELD(uid_state_bytes), 0,
+	    UINT64_MAX, "a size such as 64M, or 0" },
+	{ "limits", "region_pages", CONF_BYTES, CONF_FIELD(region_pages), 0,
+	    UINT64_MAX, "a number of pages such as 16777216 or 16M, or 0" },
 };
 #define CONF_NKEYS	(sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -140,6 +152,8 @@ conf_defaults(struct conf *c)
 	c->uid_clients = 64;
 	c->uid_regions = 4096;
 	c->uid_bytes = 0;
+	c->uid_state_bytes = CONF_STATE_BYTES;
+	c->region_pages = CONF_REGION_PAGES;
 }
 
 /* A byte count: decimal digits, then K, M, G or T (either case) or none. */

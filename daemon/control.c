@@ -23,9 +23,11 @@
 
 struct clients		 control_clients = TAILQ_HEAD_INITIALIZER(control_clients);
 static struct event	*control_ev;
+/* [limits] in force; 0: unlimited (region_pages lives in region.c). */
 static int		 control_uid_clients = 64;
 static int		 control_uid_regions = 4096;
 static uint64_t		 control_uid_bytes;
+static uint64_t		 control_uid_state_bytes;
 static int		 control_fd = -1;
 static uint64_t		 control_next_id = 1;
 static size_t		 control_count;
@@ -38,33 +40,98 @@ control_nclients(void)
 	return (control_count);
 }
 
-/* Per-uid limits, from the settings (0: unlimited). */
+/* The limits, from the settings (0: unlimited). */
 void
 control_limits(const struct conf *c)
 {
 	control_uid_clients = c->uid_clients;
 	control_uid_regions = c->uid_regions;
 	control_uid_bytes = c->uid_bytes;
+	control_uid_state_bytes = c->uid_state_bytes;
+	region_limits(c->region_pages);
 }
 
-/* What one uid holds: connections, regions, bytes registered. */
+/*
+ * What one uid holds: connections, regions, bytes registered, bytes of
+ * page state (each client keeps its sums, region.c).  Regions taken back
+ * from the fd store count once, with the orphan that holds them until
+ * their process registers them again.
+ */
 int
-control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes)
+control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes,
+    uint64_t *state_bytes)
 {
 	struct client	*c;
-	struct region	*r;
 
 	*clients = *regions = 0;
-	*bytes = 0;
+	*bytes = *state_bytes = 0;
 	TAILQ_FOREACH(c, &control_clients, entry) {
 		if (c->uid != uid)
 			continue;
 		if (!c->orphan)		/* not a connection */
 			(*clients)++;
-		TAILQ_FOREACH(r, &c->regions, entry) {
-			(*regions)++;
-			*bytes += r->len;
-		}
+		*regions += (int)c->nregions;
+		*bytes += c->bytes;
+		*state_bytes += c->state_bytes;
+	}
+	return (0);
+}
+
+/* The limits in force and what uid holds, for a status reply. */
+void
+control_fill_limits(struct hpz_msg_status_reply *s, uid_t uid)
+{
+	uint64_t	bytes, sbytes;
+	int		nc, nr;
+
+	s->limit_uid_clients = (uint64_t)control_uid_clients;
+	s->limit_uid_regions = (uint64_t)control_uid_regions;
+	s->limit_uid_bytes = control_uid_bytes;
+	s->limit_uid_state_bytes = control_uid_state_bytes;
+	s->limit_region_pages = region_limit_pages();
+	s->limit_conn_regions = HPZD_REGIONS_PER_CLIENT;
+	control_uid_usage(uid, &nc, &nr, &bytes, &sbytes);
+	s->uid_clients = (uint64_t)nc;
+	s->uid_regions = (uint64_t)nr;
+	s->uid_bytes = bytes;
+	s->uid_state_bytes = sbytes;
+}
+
+/*
+ * May uid register one more region of len bytes and npages pages?  0, or
+ * -EDQUOT with the limit and its setting in why.
+ */
+static int
+control_check_quota(struct client *c, uint64_t len, uint64_t npages,
+    char *why, size_t whylen)
+{
+	uint64_t	bytes, sbytes, need = HPZ_STATE_SIZE(npages);
+	int		nc, nr;
+
+	control_uid_usage(c->uid, &nc, &nr, &bytes, &sbytes);
+	if (control_uid_regions > 0 && nr >= control_uid_regions) {
+		snprintf(why, whylen, "uid %u has %d regions, the most it may "
+		    "have ([limits] regions in hpzerod.conf)",
+		    (unsigned)c->uid, nr);
+		return (-EDQUOT);
+	}
+	if (control_uid_bytes > 0 && (bytes > control_uid_bytes ||
+	    len > control_uid_bytes - bytes)) {
+		snprintf(why, whylen, "uid %u would have %llu bytes "
+		    "registered, over the limit of %llu ([limits] bytes in "
+		    "hpzerod.conf)",
+		    (unsigned)c->uid, (unsigned long long)(bytes + len),
+		    (unsigned long long)control_uid_bytes);
+		return (-EDQUOT);
+	}
+	if (control_uid_state_bytes > 0 && (sbytes > control_uid_state_bytes ||
+	    need > control_uid_state_bytes - sbytes)) {
+		snprintf(why, whylen, "uid %u would have %llu bytes of page "
+		    "state (a byte a page), over the limit of %llu "
+		    "([limits] state_bytes in hpzerod.conf)", (unsigned)c->uid,
+		    (unsigned long long)(sbytes + need),
+		    (unsigned long long)control_uid_state_bytes);
+		return (-EDQUOT);
 	}
 	return (0);
 }
@@ -242,34 +309,142 @@ control_refuse(struct client *c, uint32_t seq, int error, const char *what,
 	return (control_reply(c, seq, error, 0, why));
 }
 
+/* Stop reading a client until the reply it waits for is sent. */
+static void
+control_pause(struct client *c)
+{
+	if (c->paused || c->orphan)
+		return;
+	event_del(c->ev);
+	c->paused = 1;
+}
+
+/* Read it again (and at once: requests may be queued). */
+static void
+control_resume(struct client *c)
+{
+	if (!c->paused)
+		return;
+	c->paused = 0;
+	if (event_add(c->ev, NULL) == -1) {
+		log_warnx("client %llu: cannot watch its socket",
+		    (unsigned long long)c->id);
+		c->broken = 1;
+	}
+	event_active(c->ev, EV_READ, 0);
+}
+
+/*
+ * A region is ready to serve (prep.c, main thread; at once for one that
+ * needed nothing): start it and send the reply its register waits for.
+ * A reply that cannot be sent marks the client broken: it is dropped by
+ * the caller (inline) or by its next read.
+ */
+void
+control_region_ready(struct region *r)
+{
+	struct client	*c = r->waiter, *owner = r->client;
+	uint32_t	 seq = r->waiter_seq;
+	const char	*text = r->waiter_text;
+	uint64_t	 id = r->id;
+
+	r->waiter = NULL;
+	if (region_start(r) == -1) {
+		log_warnx("region %llu: cannot watch its uffd: let go",
+		    (unsigned long long)id);
+		region_destroy(r);
+		if (c == NULL) {
+			control_orphan_check(owner);
+			return;
+		}
+		atomic_fetch_add(&stats.requests_rejected, 1);
+		if (control_reply(c, seq, -ENOMEM, 0, "cannot watch the "
+		    "uffd") == -1)
+			c->broken = 1;
+		control_resume(c);
+		return;
+	}
+	if (r->recovered > 0)
+		log_info("region %llu: %llu pages a dead server left busy were "
+		    "resolved", (unsigned long long)id,
+		    (unsigned long long)r->recovered);
+	if (c == NULL) {
+		log_info("region %llu of pid %d taken back from systemd's fd "
+		    "store: 0x%llx +%llu MiB, %llu garbage pages, waiters "
+		    "woken", (unsigned long long)id, (int)r->pid,
+		    (unsigned long long)uffd_region_addr(r),
+		    (unsigned long long)(r->len >> 20),
+		    (unsigned long long)r->garbage_found);
+		return;
+	}
+	if (fdstore_enabled() && !r->stored) {
+		r->pidfd = fdstore_pidfd(c->pid);
+		fdstore_remember(r);
+	}
+	if (strcmp(text, "registered") == 0) {
+		atomic_fetch_add(&stats.registers, 1);
+		log_info("client %llu (pid %d): region %llu registered: 0x%llx "
+		    "+%llu MiB, %llu KiB pages, %s%s",
+		    (unsigned long long)c->id, (int)c->pid,
+		    (unsigned long long)id, (unsigned long long)r->addr,
+		    (unsigned long long)(r->len >> 20),
+		    (unsigned long long)(r->page_size >> 10),
+		    r->fs_magic == HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
+		    r->adopted ? ", state adopted" :
+		    (r->flags & HPZ_DISCARD) ? ", discard" : "");
+	} else
+		log_info("client %llu (pid %d): region %llu is its again",
+		    (unsigned long long)c->id, (int)c->pid,
+		    (unsigned long long)id);
+	if (control_reply(c, seq, 0, id, text) == -1)
+		c->broken = 1;
+	control_resume(c);
+}
+
+/*
+ * Hand the reply of a register to control_region_ready, once the region
+ * is ready: now, or after prep.c (the client is not read meanwhile, so
+ * its replies stay in order).  -1 if the client is to be dropped.
+ */
+static int
+control_await(struct client *c, struct region *r, uint32_t seq,
+    const char *text)
+{
+	if (r->started) {
+		log_info("client %llu (pid %d): region %llu is its again",
+		    (unsigned long long)c->id, (int)c->pid,
+		    (unsigned long long)r->id);
+		return (control_reply(c, seq, 0, r->id, text));
+	}
+	r->waiter = c;
+	r->waiter_seq = seq;
+	r->waiter_text = text;
+	if (r->prep != NULL) {
+		control_pause(c);	/* already preparing: it wakes us */
+		return (0);
+	}
+	if (prep_region(r) == 1)
+		control_pause(c);
+	return (c->broken ? -1 : 0);
+}
+
 static int
 control_register(struct client *c, struct hpz_msg *m)
 {
 	struct region	*r;
 	char		 why[HPZ_REPLY_TEXT];
-	uint64_t	 bytes;
-	int		 error, nc, nr;
-
-	control_uid_usage(c->uid, &nc, &nr, &bytes);
-	if ((control_uid_regions > 0 && nr >= control_uid_regions) ||
-	    (control_uid_bytes > 0 && (bytes > control_uid_bytes ||
-	    m->u.reg.len > control_uid_bytes - bytes))) {
-		proto_close_fds(m);
-		snprintf(why, sizeof(why), "uid %u is at its limit (%d "
-		    "regions, %llu bytes; the most is %d, %llu)",
-		    (unsigned)c->uid, nr, (unsigned long long)bytes,
-		    control_uid_regions, (unsigned long long)control_uid_bytes);
-		return (control_refuse(c, m->u.hdr.seq, -EDQUOT, "register",
-		    why));
-	}
+	uint64_t	 npages;
+	int		 error;
 
 	/*
 	 * A client back after our restart brings the state memfd of a region
-	 * we already took back from the fd store: hand it that region.
+	 * we already took back from the fd store: hand it that region.  It is
+	 * counted against the limits already, with the orphan that held it.
 	 */
 	if ((r = region_find_state(m->fds[2])) != NULL) {
 		if (r->pid != c->pid || r->client->uid != c->uid ||
-		    r->addr != m->u.reg.addr || r->len != m->u.reg.len) {
+		    uffd_region_addr(r) != m->u.reg.addr ||
+		    r->len != m->u.reg.len || r->waiter != NULL) {
 			proto_close_fds(m);
 			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
 			    "register", "that page state belongs to another "
@@ -282,11 +457,16 @@ control_register(struct client *c, struct hpz_msg *m)
 			region_move(r, c);
 			control_orphan_check(from);
 		}
-		log_info("client %llu (pid %d): region %llu is its again",
-		    (unsigned long long)c->id, (int)c->pid,
-		    (unsigned long long)r->id);
-		return (control_reply(c, m->u.hdr.seq, 0, r->id,
-		    "registered again"));
+		return (control_await(c, r, m->u.hdr.seq, "registered again"));
+	}
+
+	npages = m->u.reg.len / m->u.reg.page_size;
+	if ((error = region_check_pages(npages, m->u.reg.page_size, why,
+	    sizeof(why))) != 0 || (error = control_check_quota(c,
+	    m->u.reg.len, npages, why, sizeof(why))) != 0) {
+		proto_close_fds(m);
+		return (control_refuse(c, m->u.hdr.seq, error, "register",
+		    why));
 	}
 	error = region_create(c, &m->u.reg, m->fds[0], m->fds[1], m->fds[2],
 	    &r, why, sizeof(why));
@@ -296,24 +476,7 @@ control_register(struct client *c, struct hpz_msg *m)
 		    why));
 	}
 	m->nfds = 0;	/* the region owns them now */
-	if (fdstore_enabled()) {
-		r->pidfd = fdstore_pidfd(c->pid);
-		fdstore_remember(r);
-	}
-	atomic_fetch_add(&stats.registers, 1);
-	log_info("client %llu (pid %d): region %llu registered: 0x%llx "
-	    "+%llu MiB, %llu KiB pages, %s%s", (unsigned long long)c->id,
-	    (int)c->pid, (unsigned long long)r->id,
-	    (unsigned long long)r->addr, (unsigned long long)(r->len >> 20),
-	    (unsigned long long)(r->page_size >> 10),
-	    r->fs_magic == HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
-	    r->adopted ? ", state adopted" : (r->flags & HPZ_DISCARD) ?
-	    ", discard" : "");
-	if (r->recovered > 0)
-		log_info("region %llu: %llu pages a dead server left busy were "
-		    "resolved", (unsigned long long)r->id,
-		    (unsigned long long)r->recovered);
-	return (control_reply(c, m->u.hdr.seq, 0, r->id, "registered"));
+	return (control_await(c, r, m->u.hdr.seq, "registered"));
 }
 
 static int
@@ -401,6 +564,7 @@ control_status(struct client *c, struct hpz_msg *m)
 
 	proto_init(&s, HPZ_MSG_STATUS_REPLY, sizeof(s), m->u.hdr.seq);
 	stats_fill(&s);
+	control_fill_limits(&s, c->uid);
 	if (proto_send(c->fd, &s, sizeof(s), NULL, 0) != sizeof(s))
 		return (-1);
 	return (0);
@@ -502,7 +666,11 @@ control_read_cb(int fd, short events, void *arg)
 	ssize_t		 n;
 	int		 i;
 
-	for (i = 0; i < CONTROL_BATCH; i++) {
+	if (c->broken) {
+		control_drop(c, "it did not take a reply");
+		return;
+	}
+	for (i = 0; i < CONTROL_BATCH && !c->paused; i++) {
 		n = proto_recv(fd, &m);
 		if (n == -1) {
 			if (errno == EAGAIN)
@@ -535,16 +703,19 @@ control_drop(struct client *c, const char *why)
 		    why);
 	} else
 		log_debug("client %llu: gone", (unsigned long long)c->id);
-	while ((r = TAILQ_FIRST(&c->regions)) != NULL)
+	while ((r = TAILQ_FIRST(&c->regions)) != NULL) {
+		prep_region_cancel(r);
 		region_destroy(r);
+	}
 	TAILQ_REMOVE(&control_clients, c, entry);
 	if (!c->orphan)
 		control_count--;
 	bucket_free(c->budget);
 	if (c->ev != NULL)
 		event_free(c->ev);
+	/* Its queue may still hold fds in flight: their release may block. */
 	if (c->fd >= 0)
-		close(c->fd);
+		reap_close_conn(c->fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	free(c);
@@ -625,33 +796,37 @@ control_accept_cb(int lfd, short events, void *arg)
 			log_warn("accept");
 		return;
 	}
+	/*
+	 * A refused connection may already hold requests with fds: closing
+	 * it releases them, so the reaper closes it.
+	 */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
 		log_warn("SO_PEERCRED");
-		close(fd);
+		reap_close_conn(fd);
 		return;
 	}
 	if (control_count >= HPZD_CLIENTS_MAX) {
 		log_warnx("pid %d uid %u: too many clients, refused",
 		    (int)cred.pid, (unsigned)cred.uid);
-		close(fd);
+		reap_close_conn(fd);
 		return;
 	}
 	if (control_uid_clients > 0) {
 		int		nc, nr;
-		uint64_t	nb;
+		uint64_t	nb, ns;
 
-		control_uid_usage(cred.uid, &nc, &nr, &nb);
+		control_uid_usage(cred.uid, &nc, &nr, &nb, &ns);
 		if (nc >= control_uid_clients) {
 			log_warnx("pid %d uid %u: uid has %d connections, the "
-			    "most allowed; refused", (int)cred.pid,
-			    (unsigned)cred.uid, nc);
-			close(fd);
+			    "most allowed ([limits] clients in hpzerod.conf); "
+			    "refused", (int)cred.pid, (unsigned)cred.uid, nc);
+			reap_close_conn(fd);
 			return;
 		}
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warn("calloc");
-		close(fd);
+		reap_close_conn(fd);
 		return;
 	}
 	c->id = control_next_id++;
@@ -668,7 +843,8 @@ control_accept_cb(int lfd, short events, void *arg)
 		log_warnx("cannot watch client socket");
 		if (c->ev != NULL)
 			event_free(c->ev);
-		close(fd);
+		bucket_free(c->budget);
+		reap_close_conn(fd);
 		free(c);
 		return;
 	}
@@ -682,6 +858,8 @@ control_accept_cb(int lfd, short events, void *arg)
 int
 control_init(int listen_fd)
 {
+	/* Fds a message brings and we do not keep go to the reaper. */
+	proto_set_closer(reap_close);
 	control_fd = listen_fd;
 	control_ev = event_new(hpzd_base, listen_fd, EV_READ | EV_PERSIST,
 	    control_accept_cb, NULL);

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@
 static const char	fdstore_kinds[FDSTORE_KINDS] = { 'u', 'f', 's', 'p' };
 static int		fdstore_on;
 
-static void	fdstore_drop(uint64_t id, int *fds);
+static void	fdstore_close(int *fds);
 
 /* Store regions when systemd gave us a notify socket (and not disabled). */
 void
@@ -149,74 +150,197 @@ fdstore_parse_name(const char *name, uint64_t *id)
 	return (-1);
 }
 
+/* A stored region being let go (prep.c does the walk). */
+struct fdstore_rel {
+	uint64_t	id;
+	int		fds[FDSTORE_KINDS];
+	uint64_t	npages;		/* from the sealed size */
+	uint64_t	page_size;	/* the rest: one copy of the header */
+	uint64_t	offset;
+	uint64_t	addr;
+	uint64_t	len;
+};
+
 /*
- * A stored region we cannot serve again (its client exited, or the checks
- * fail): make sure no one can read its garbage, then let everything go.
- * The client, if alive, gets its range back from the kernel.
+ * Check a stored state memfd before anything works on it: sealed against
+ * shrinking and growing (so its size is the one we checked at register,
+ * and our mapping cannot fault), and a header that agrees with that size.
+ * 0 with the header's copy in rel, or -1 with why.
+ */
+static int
+fdstore_check_state(int sfd, int fd, struct fdstore_rel *rel, char *why,
+    size_t whylen)
+{
+	struct hpz_state_header	h;
+	struct stat		sb, fb;
+	int			seals;
+
+	seals = fcntl(sfd, F_GET_SEALS);
+	if (seals == -1 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+	    (F_SEAL_SHRINK | F_SEAL_GROW)) {
+		snprintf(why, whylen, "its state memfd is not sealed against "
+		    "shrinking and growing");
+		return (-1);
+	}
+	if (fstat(sfd, &sb) == -1 ||
+	    (uint64_t)sb.st_size <= HPZ_STATE_PAGES_OFF) {
+		snprintf(why, whylen, "its state memfd is too small");
+		return (-1);
+	}
+	if (pread(sfd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != HPZ_STATE_MAGIC || h.version != HPZ_STATE_VERSION) {
+		snprintf(why, whylen, "its state memfd has no valid header");
+		return (-1);
+	}
+	rel->npages = (uint64_t)sb.st_size - HPZ_STATE_PAGES_OFF;
+	if (h.npages != rel->npages || h.page_size < 4096 ||
+	    (h.page_size & (h.page_size - 1)) != 0 ||
+	    h.len / h.page_size != rel->npages || h.len % h.page_size != 0 ||
+	    h.offset % h.page_size != 0 || h.offset > INT64_MAX - h.len) {
+		snprintf(why, whylen, "its state header (%llu pages of %llu "
+		    "bytes, %llu bytes at %llu) does not match its sealed size "
+		    "(%llu pages)", (unsigned long long)h.npages,
+		    (unsigned long long)h.page_size,
+		    (unsigned long long)h.len, (unsigned long long)h.offset,
+		    (unsigned long long)rel->npages);
+		return (-1);
+	}
+	/* Where its pages are: inside the file, or the header lies. */
+	if (fstat(fd, &fb) == -1 || h.offset > (uint64_t)fb.st_size ||
+	    h.len > (uint64_t)fb.st_size - h.offset) {
+		snprintf(why, whylen, "its state header puts the range at "
+		    "%llu, +%llu, outside its file",
+		    (unsigned long long)h.offset, (unsigned long long)h.len);
+		return (-1);
+	}
+	rel->page_size = h.page_size;
+	rel->offset = h.offset;
+	rel->addr = h.addr;
+	rel->len = h.len;
+	return (0);
+}
+
+/*
+ * On the prep thread: under the server lock (never waited for: a live
+ * holder serves the region itself), resolve what we left busy and drop
+ * every garbage page from the file, going by the state's data extents, so
+ * that no one can read the garbage; with none left, unregister the range.
  */
 static void
-fdstore_release(uint64_t id, int *fds, const char *why)
+fdstore_release_work(struct prep_job *j)
 {
-	struct hpz_state_header	*h;
+	struct fdstore_rel	*rel = prep_arg(j);
 	_Atomic uint8_t		*st;
-	struct stat		 sb;
-	void			*map = MAP_FAILED;
-	uint64_t		 left;
-	int			 lockfd = -1;
+	void			*map;
+	size_t			 maplen = HPZ_STATE_SIZE(rel->npages);
+	uint64_t		 lo, hi, i, left, kept = 0;
+	int			 lockfd;
 
-	log_warnx("stored region %llu: not taken back: %s; its garbage pages "
-	    "are dropped", (unsigned long long)id, why);
-	if (fds[2] < 0 || fds[1] < 0 || fstat(fds[2], &sb) == -1 ||
-	    (uint64_t)sb.st_size < HPZ_STATE_PAGES_OFF)
-		goto out;
-	map = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE,
-	    MAP_SHARED, fds[2], 0);
-	if (map == MAP_FAILED)
-		goto out;
-	h = map;
-	if (h->magic != HPZ_STATE_MAGIC || h->npages >
-	    (uint64_t)sb.st_size - HPZ_STATE_PAGES_OFF || h->page_size == 0)
-		goto out;
-	if ((lockfd = state_lock_server(fds[2], 500)) < 0)
-		goto out;
+	if ((lockfd = state_lock_server(rel->fds[2], 0)) < 0) {
+		log_warnx("stored region %llu: its page state is held by "
+		    "another server: left to it",
+		    (unsigned long long)rel->id);
+		return;
+	}
+	map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    rel->fds[2], 0);
+	if (map == MAP_FAILED) {
+		log_warn("stored region %llu: map its page state",
+		    (unsigned long long)rel->id);
+		close(lockfd);
+		return;
+	}
 	st = (_Atomic uint8_t *)((char *)map + HPZ_STATE_PAGES_OFF);
-	state_recover(st, h->npages);
-	(void)state_drop_garbage(st, h->npages, fds[1], h->offset,
-	    h->page_size, NULL, NULL, &left);
+	for (i = 0; prep_state_extent(rel->fds[2], rel->npages, i, &lo, &hi);
+	    i = hi) {
+		state_recover(st + lo, hi - lo);
+		(void)state_drop_garbage(st + lo, hi - lo, rel->fds[1],
+		    rel->offset + lo * rel->page_size, rel->page_size, NULL,
+		    NULL, &left);
+		kept += left;
+	}
 	/*
 	 * With no garbage left the kernel may serve the range.  A page we
 	 * could not punch keeps the range registered: libhpz serves it
 	 * (clearing that page) once it sees no daemon.
 	 */
-	if (left != 0)
+	if (kept != 0)
 		log_warnx("stored region %llu: %llu garbage pages could not be "
 		    "punched: the range stays registered",
-		    (unsigned long long)id, (unsigned long long)left);
-	if (fds[0] >= 0 && h->len != 0 && left == 0) {
-		struct uffdio_range	range = { h->addr, h->len };
+		    (unsigned long long)rel->id, (unsigned long long)kept);
+	else if (rel->fds[0] >= 0) {
+		struct uffdio_range	range = { rel->addr, rel->len };
 
-		(void)ioctl(fds[0], UFFDIO_UNREGISTER, &range);
+		(void)ioctl(rel->fds[0], UFFDIO_UNREGISTER, &range);
 	}
-out:
-	if (map != MAP_FAILED)
-		munmap(map, (size_t)sb.st_size);
-	if (lockfd >= 0)
-		close(lockfd);
-	fdstore_drop(id, fds);
+	munmap(map, maplen);
+	close(lockfd);
 }
 
-/* Close a stored region's fds and take them out of the store. */
+/* Back on the main thread: the client's fds go to the reaper. */
 static void
-fdstore_drop(uint64_t id, int *fds)
+fdstore_release_done(struct prep_job *j)
+{
+	struct fdstore_rel	*rel = prep_arg(j);
+
+	fdstore_close(rel->fds);
+	free(rel);
+}
+
+/*
+ * A stored region we cannot serve again (its client exited, or the checks
+ * fail): out of the store first, so that whatever happens next cannot
+ * bring it back on the next start; then, if its state can be trusted,
+ * make sure no one can read its garbage (off the loop, after READY=1),
+ * and let everything go.  The client, if alive, gets its range back from
+ * the kernel.
+ */
+static void
+fdstore_release(uint64_t id, int *fds, const char *why)
+{
+	struct fdstore_rel	*rel;
+	char			 bad[HPZ_REPLY_TEXT];
+	int			 i;
+
+	fdstore_remove(id);
+	if ((rel = calloc(1, sizeof(*rel))) == NULL)
+		fatal("calloc");
+	rel->id = id;
+	for (i = 0; i < FDSTORE_KINDS; i++) {
+		rel->fds[i] = fds[i];
+		fds[i] = -1;
+	}
+	if (rel->fds[1] < 0 || rel->fds[2] < 0) {
+		log_warnx("stored region %llu: not taken back: %s; its fds "
+		    "are closed", (unsigned long long)id, why);
+		fdstore_close(rel->fds);
+		free(rel);
+		return;
+	}
+	if (fdstore_check_state(rel->fds[2], rel->fds[1], rel, bad,
+	    sizeof(bad)) != 0) {
+		log_warnx("stored region %llu: not taken back: %s; and %s: "
+		    "dropped as it is, without its garbage being punched",
+		    (unsigned long long)id, why, bad);
+		fdstore_close(rel->fds);
+		free(rel);
+		return;
+	}
+	log_warnx("stored region %llu: not taken back: %s; its garbage "
+	    "pages are dropped", (unsigned long long)id, why);
+	prep_job(fdstore_release_work, fdstore_release_done, rel);
+}
+
+/* Close a stored region's fds, on the reaper: the client chose them. */
+static void
+fdstore_close(int *fds)
 {
 	int	i;
 
 	for (i = 0; i < FDSTORE_KINDS; i++) {
-		if (fds[i] >= 0)
-			close(fds[i]);
+		reap_close(fds[i]);
 		fds[i] = -1;
 	}
-	fdstore_remove(id);
 }
 
 /* Take one stored region back. */
@@ -268,11 +392,8 @@ fdstore_take(uint64_t id, int *fds)
 	r->pidfd = fds[3];
 	region_set_id(r, id);
 	r->stored = 1;
-	log_info("region %llu of pid %d taken back from systemd's fd store: "
-	    "0x%llx +%llu MiB, %llu busy pages resolved, waiters woken",
-	    (unsigned long long)id, (int)pid, (unsigned long long)r->addr,
-	    (unsigned long long)(r->len >> 20),
-	    (unsigned long long)r->recovered);
+	/* Busy pages and garbage are looked at after READY=1 (prep.c). */
+	(void)prep_region(r);
 }
 
 /*
@@ -301,7 +422,7 @@ fdstore_retake(int n, const int *fd, char **names)
 		if ((k = fdstore_parse_name(names[i], &id)) < 0) {
 			log_warnx("systemd passed fd %d named \"%s\": not ours, "
 			    "closed", fd[i], names[i]);
-			close(fd[i]);
+			reap_close(fd[i]);
 			continue;
 		}
 		for (j = 0; j < ng && g[j].id != id; j++)
@@ -314,7 +435,7 @@ fdstore_retake(int n, const int *fd, char **names)
 			k = fdstore_parse_name(names[i], &id);
 		}
 		if (g[j].fds[k] >= 0)
-			close(g[j].fds[k]);	/* a duplicate name */
+			reap_close(g[j].fds[k]);	/* a duplicate name */
 		g[j].fds[k] = fd[i];
 		if (id > maxid)
 			maxid = id;

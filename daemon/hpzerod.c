@@ -92,6 +92,17 @@ hpzd_notify_status(void)
 
 static int	hpzd_settings(struct conf *, int quiet);
 
+/* One line with the [limits] in force (0 is unlimited). */
+static void
+hpzd_log_limits(const char *what, const struct conf *c)
+{
+	log_info("%s: a uid %d connections, %d regions, %llu bytes, %llu "
+	    "bytes of page state; a region %llu pages (0 is unlimited)", what,
+	    c->uid_clients, c->uid_regions, (unsigned long long)c->uid_bytes,
+	    (unsigned long long)c->uid_state_bytes,
+	    (unsigned long long)c->region_pages);
+}
+
 /* SIGHUP: read the file again; [background] takes effect, the rest waits. */
 static void
 hpzd_reload(void)
@@ -118,6 +129,8 @@ hpzd_reload(void)
 	hpzd_conf.uid_clients = c.uid_clients;
 	hpzd_conf.uid_regions = c.uid_regions;
 	hpzd_conf.uid_bytes = c.uid_bytes;
+	hpzd_conf.uid_state_bytes = c.uid_state_bytes;
+	hpzd_conf.region_pages = c.region_pages;
 	hpzd_conf.scrub = c.scrub;
 	hpzd_conf.background_gbs = c.background_gbs;
 	hpzd_conf.client_gbs = c.client_gbs;
@@ -128,6 +141,7 @@ hpzd_reload(void)
 	    c.scrub ? "on" : "off", c.background_gbs, c.client_gbs,
 	    (unsigned long long)(c.ahead_min >> 10),
 	    (unsigned long long)(c.ahead_max >> 10));
+	hpzd_log_limits("SIGHUP: limits", &c);
 }
 
 static void
@@ -355,6 +369,14 @@ main(int argc, char **argv)
 
 	if ((hpzd_base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
+	/*
+	 * Threads that keep client-made costs off the loop: closing passed
+	 * fds, and work that grows with a region's pages.  The reaper's
+	 * interrupting signal is blocked in every other thread.
+	 */
+	if (reap_start() != 0 || prep_start() != 0)
+		fatalx("cannot start the reaper and prep threads");
+	reap_block_signal();
 	/* The uffd event plumbing exists before any region needs it. */
 	uffd_init();
 	if (topo_init(&topo, "") == -1)
@@ -381,13 +403,16 @@ main(int argc, char **argv)
 		fatalx("cannot start the background threads");
 	if ((lfd = control_listen(hpzd_conf.socket, &from_systemd)) == -1) {
 		sd_notifyf(0, "STATUS=cannot listen on %s", hpzd_conf.socket);
+		prep_stop();
 		scrub_stop();
 		worker_stop();
+		reap_stop();
 		return (1);
 	}
 	if (control_init(lfd) == -1)
 		fatalx("cannot watch the listening socket");
 	control_limits(&hpzd_conf);
+	hpzd_log_limits("limits", &hpzd_conf);
 	/* Regions systemd kept for us across a crash: serve them again. */
 	fdstore_init(1);
 	control_retake();
@@ -430,8 +455,10 @@ main(int argc, char **argv)
 	if (!from_systemd && unlink(hpzd_conf.socket) == -1 &&
 	    errno != ENOENT)
 		log_warn("unlink %s", hpzd_conf.socket);
+	prep_stop();
 	scrub_stop();
 	worker_stop();
+	reap_stop();
 	event_free(ev_term);
 	event_free(ev_int);
 	event_free(ev_hup);

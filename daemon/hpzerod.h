@@ -106,8 +106,27 @@ struct region {
 	int			 nmoved;
 	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
 	atomic_int		 stray_n;	/* times in a row */
+
+	/* Before it serves (prep.c), and the register's reply (control.c). */
+	int			 prep_kind;	/* PREP_*: work left */
+	struct prep_job		*prep;		/* queued, running or NULL */
+	int			 fresh;		/* new state: no magic yet */
+	int			 started;	/* region_start() done */
+	uint64_t		 garbage_found;	/* garbage at register */
+	struct client		*waiter;	/* r->client waiting for the
+						   reply to seq, or NULL */
+	uint32_t		 waiter_seq;
+	const char		*waiter_text;	/* the reply's text */
 };
 TAILQ_HEAD(regions, region);
+
+/* What is left to do before a new region serves (prep.c). */
+enum prep_kind {
+	PREP_NONE,		/* nothing: a fresh state, not HPZ_DISCARD */
+	PREP_FILL,		/* a fresh HPZ_DISCARD state: all garbage */
+	PREP_ADOPT,		/* an adopted state: resolve busy, count */
+};
+struct prep_job;
 
 /* A forked child's uffd for a region (UFFD_EVENT_FORK). */
 struct ufork {
@@ -133,10 +152,14 @@ struct client {
 	struct event		*ev;
 	struct regions		 regions;
 	size_t			 nregions;
+	uint64_t		 bytes;		/* of its regions */
+	uint64_t		 state_bytes;	/* their page state */
 	struct bucket		*budget;	/* background GB/s (scrub.c) */
 	int			 orphan;	/* regions back from the fd
 						   store, no connection yet */
 	int			 pidfd;		/* orphan: exits when it does */
+	int			 paused;	/* not read: a reply waits */
+	int			 broken;	/* a reply failed: drop it */
 };
 TAILQ_HEAD(clients, client);
 
@@ -295,6 +318,11 @@ int		 region_check_state(int sfd, uint64_t npages, char *why,
 int		 region_create(struct client *, const struct hpz_msg_register *,
 		    int uffd, int fd, int sfd, struct region **, char *why,
 		    size_t whylen);
+int		 region_start(struct region *);
+int		 region_check_pages(uint64_t npages, uint64_t page_size,
+		    char *why, size_t whylen);
+void		 region_limits(uint64_t max_pages);
+uint64_t	 region_limit_pages(void);
 struct region	*region_find_state(int sfd);
 void		 region_set_id(struct region *, uint64_t id);
 void		 region_reserve_ids(uint64_t max);
@@ -384,6 +412,8 @@ struct conf {
 	int		 uid_clients;		/* clients */
 	int		 uid_regions;		/* regions */
 	uint64_t	 uid_bytes;		/* bytes */
+	uint64_t	 uid_state_bytes;	/* state_bytes */
+	uint64_t	 region_pages;		/* region_pages, a region */
 };
 void		 conf_defaults(struct conf *);
 int		 conf_load(const char *path, struct conf *, char *why,
@@ -405,6 +435,27 @@ void		 bucket_free(struct bucket *);
 void		 bucket_set(struct bucket *, double gbs);
 uint64_t	 bucket_take(struct bucket *, uint64_t bytes, uint64_t now);
 
+/* reap.c: closing the descriptors clients passed, off the loop. */
+int		 reap_start(void);
+void		 reap_stop(void);
+void		 reap_block_signal(void);
+void		 reap_close(int fd);
+void		 reap_close_conn(int fd);
+uint64_t	 reap_pending(void);
+uint64_t	 reap_slow_count(void);
+
+/* prep.c: a request's work that grows with the pages, off the loop. */
+int		 prep_start(void);
+void		 prep_stop(void);
+int		 prep_region(struct region *);
+void		 prep_region_cancel(struct region *);
+int		 prep_job(void (*work)(struct prep_job *),
+		    void (*done)(struct prep_job *), void *arg);
+int		 prep_cancelled(const struct prep_job *);
+void		*prep_arg(const struct prep_job *);
+int		 prep_state_extent(int sfd, uint64_t npages, uint64_t from,
+		    uint64_t *lo, uint64_t *hi);
+
 /* control.c */
 extern struct clients	 control_clients;
 int		 control_listen(const char *path, int *from_systemd);
@@ -417,7 +468,9 @@ size_t		 control_nclients(void);
 int		 control_message(struct client *, struct hpz_msg *);
 void		 control_limits(const struct conf *);
 int		 control_uid_usage(uid_t, int *clients, int *regions,
-		    uint64_t *bytes);
+		    uint64_t *bytes, uint64_t *state_bytes);
+void		 control_region_ready(struct region *);
+void		 control_fill_limits(struct hpz_msg_status_reply *, uid_t);
 
 /* fdstore.c: regions kept in systemd's fd store across a crash. */
 #define FDSTORE_KINDS	4	/* uffd, backing file, state memfd, pidfd */

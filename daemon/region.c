@@ -168,9 +168,11 @@ region_conflict(const struct regions *all, const struct client *c,
 }
 
 /*
- * Is sfd a page-state memfd for npages pages: a sealed (no shrinking)
- * read-write shmem file big enough?  The seal means our mapping of it can
- * never fault with SIGBUS whatever the client does to its copy.
+ * Is sfd a page-state memfd for exactly npages pages: a read-write shmem
+ * file sealed against shrinking and growing, of HPZ_STATE_SIZE(npages)
+ * bytes?  The seals mean our mapping of it can never fault with SIGBUS
+ * whatever the client does to its copy, and that its size, which we
+ * checked here, is ours to trust from then on (fdstore.c relies on it).
  */
 int
 region_check_state(int sfd, uint64_t npages, char *why, size_t whylen)
@@ -190,13 +192,16 @@ region_check_state(int sfd, uint64_t npages, char *why, size_t whylen)
 		return (region_fail(why, whylen, -EINVAL,
 		    "the state fd is not open read-write"));
 	seals = fcntl(sfd, F_GET_SEALS);
-	if (seals == -1 || (seals & F_SEAL_SHRINK) == 0)
+	if (seals == -1 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
+	    (F_SEAL_SHRINK | F_SEAL_GROW))
 		return (region_fail(why, whylen, -EINVAL,
-		    "the state memfd is not sealed against shrinking"));
-	if ((uint64_t)st.st_size < HPZ_STATE_SIZE(npages))
+		    "the state memfd is not sealed against shrinking and "
+		    "growing (F_SEAL_SHRINK | F_SEAL_GROW)"));
+	if ((uint64_t)st.st_size != HPZ_STATE_SIZE(npages))
 		return (region_fail(why, whylen, -EINVAL,
-		    "the state memfd holds %llu bytes, %llu pages need %llu",
-		    (unsigned long long)st.st_size, (unsigned long long)npages,
+		    "the state memfd holds %llu bytes, %llu pages need "
+		    "exactly %llu", (unsigned long long)st.st_size,
+		    (unsigned long long)npages,
 		    (unsigned long long)HPZ_STATE_SIZE(npages)));
 	return (0);
 }
@@ -204,8 +209,10 @@ region_check_state(int sfd, uint64_t npages, char *why, size_t whylen)
 /*
  * Take a region's page state: map the memfd, take the server lock, and
  * either start it (a fresh, all-zero memfd) or adopt it (one a daemon
- * already served: after a crash or restart).  Adopting resolves whatever
- * a dead server left busy.
+ * already served: after a crash or restart).  Nothing here costs more for
+ * more pages: what does (the garbage fill of HPZ_DISCARD, resolving what a
+ * dead server left busy) is left in r->prep_kind for prep.c, and a fresh
+ * state gets its magic only once that is done (region_start).
  */
 static int
 region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
@@ -213,7 +220,8 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 {
 	struct hpz_state_header	*h;
 	struct stat		 st;
-	uint64_t		 i, t0, waited;
+	off_t			 data;
+	uint64_t		 i;
 	int			 lockfd;
 
 	if (fstat(sfd, &st) == -1)
@@ -227,16 +235,18 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 	if (r->smap == MAP_FAILED)
 		return (region_fail(why, whylen, -ENOMEM,
 		    "cannot map the state memfd: %s", strerror(errno)));
-	t0 = stats_now_ns();
-	lockfd = state_lock_server(sfd, 500);
-	if ((waited = (stats_now_ns() - t0) / 1000000) >= 50)
-		log_warnx("pid %d: waited %llu ms for a region's server lock "
-		    "(the event loop waits with it)", (int)r->pid,
-		    (unsigned long long)waited);
+	/*
+	 * Never wait for the lock: whoever holds it (a live server, or the
+	 * client itself through an open file description of its own) would
+	 * hold the event loop with it.
+	 */
+	lockfd = state_lock_server(sfd, 0);
 	if (lockfd < 0)
 		return (region_fail(why, whylen, lockfd == -EAGAIN ? -EBUSY :
 		    lockfd, "cannot take the state memfd's server lock: %s",
-		    lockfd == -EAGAIN ? "another server holds it" :
+		    lockfd == -EAGAIN ? "it is held elsewhere (another server, "
+		    "or a lock on its byte 0 through another open file "
+		    "description); refused without waiting" :
 		    strerror(-lockfd)));
 	r->lockfd = lockfd;
 	h = r->smap;
@@ -248,13 +258,19 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 		if (i != sizeof(*h))
 			return (region_fail(why, whylen, -EINVAL,
 			    "the state memfd is neither empty nor a page state"));
-		for (i = 0; i < r->npages; i++)
-			if (atomic_load(&r->state[i]) != 0)
-				return (region_fail(why, whylen, -EINVAL,
-				    "a new state memfd must be all zero"));
-		if (m->flags & HPZ_DISCARD)
-			for (i = 0; i < r->npages; i++)
-				atomic_store(&r->state[i], PAGE_GARBAGE);
+		/*
+		 * All zero means all holes past the header: reading the bytes
+		 * would cost a page each, allocated in our name.
+		 */
+		data = lseek(sfd, HPZ_STATE_PAGES_OFF, SEEK_DATA);
+		if (data != -1 || errno != ENXIO)
+			return (region_fail(why, whylen, -EINVAL,
+			    "a new state memfd must be all zero: it holds data "
+			    "at byte %lld (only holes past the header)",
+			    (long long)data));
+		r->fresh = 1;
+		r->prep_kind = (m->flags & HPZ_DISCARD) ? PREP_FILL :
+		    PREP_NONE;
 		h->version = HPZ_STATE_VERSION;
 		h->page_size = r->page_size;
 		h->npages = r->npages;
@@ -269,7 +285,7 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 			return (region_fail(why, whylen, -EINVAL,
 			    "the state memfd describes another range"));
 		r->adopted = 1;
-		r->recovered = state_recover(r->state, r->npages);
+		r->prep_kind = PREP_ADOPT;
 	}
 	h->addr = r->addr;
 	h->len = r->len;
@@ -278,8 +294,6 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 	h->uffd_ioctls = m->uffd_ioctls;
 	h->generation++;
 	h->server_pid = (int32_t)getpid();
-	atomic_thread_fence(memory_order_release);
-	h->magic = HPZ_STATE_MAGIC;
 	return (0);
 }
 
@@ -296,22 +310,41 @@ region_release_state(struct region *r)
 	r->lockfd = -1;
 }
 
-/* Any garbage page in the region? */
-static int
-region_has_garbage(const struct region *r)
-{
-	uint64_t	i;
+/* The most pages a region may have ([limits] region_pages); 0: no limit. */
+static uint64_t	 region_pages_max;
 
-	for (i = 0; i < r->npages; i++)
-		if ((atomic_load(&r->state[i]) & PAGE_STATE_MASK) ==
-		    PAGE_GARBAGE)
-			return (1);
-	return (0);
+void
+region_limits(uint64_t max_pages)
+{
+	region_pages_max = max_pages;
+}
+
+uint64_t
+region_limit_pages(void)
+{
+	return (region_pages_max);
+}
+
+/* Is a region of npages pages within [limits] region_pages? */
+int
+region_check_pages(uint64_t npages, uint64_t page_size, char *why,
+    size_t whylen)
+{
+	if (region_pages_max == 0 || npages <= region_pages_max)
+		return (0);
+	return (region_fail(why, whylen, -EDQUOT,
+	    "a region of %llu pages of %llu KiB is over the limit of %llu "
+	    "pages a region ([limits] region_pages in hpzerod.conf)",
+	    (unsigned long long)npages, (unsigned long long)(page_size >> 10),
+	    (unsigned long long)region_pages_max));
 }
 
 /*
- * Validate a register request, take the page state, map the file, start
- * reading the uffd.  On success the region owns uffd, fd and sfd.
+ * Validate a register request, take the page state, map the file.  On
+ * success the region owns uffd, fd and sfd and is on the lists (it counts
+ * against limits and conflicts), but serves nothing until region_start():
+ * what r->prep_kind says is left is done by prep.c first.  Nothing here
+ * waits on the client or costs more for more pages.
  */
 int
 region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
@@ -319,7 +352,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 {
 	struct backing	 b;
 	struct region	*r, *other;
-	uint64_t	 need;
+	uint64_t	 need, npages;
 	int		 error, fl;
 
 	*out = NULL;
@@ -330,8 +363,11 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	if ((error = region_check_range(m->addr, m->len, m->offset,
 	    m->page_size, &b, why, whylen)) != 0)
 		return (error);
-	if ((error = region_check_state(sfd, m->len / b.page_size, why,
+	npages = m->len / b.page_size;
+	if ((error = region_check_pages(npages, b.page_size, why,
 	    whylen)) != 0)
+		return (error);
+	if ((error = region_check_state(sfd, npages, why, whylen)) != 0)
 		return (error);
 	/* The range must be the client's own shared mapping of that file. */
 	if (c->pid > 0 && (error = region_check_mapping(c->pid, m->addr,
@@ -348,7 +384,8 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 		    "the registered range does not offer UFFDIO_CONTINUE"));
 	if (c->nregions >= HPZD_REGIONS_PER_CLIENT)
 		return (region_fail(why, whylen, -EDQUOT,
-		    "client already has %d regions", HPZD_REGIONS_PER_CLIENT));
+		    "this connection already has %d regions, the most one "
+		    "may have", HPZD_REGIONS_PER_CLIENT));
 	other = region_conflict(&region_all, c, m->addr, m->len, b.dev, b.ino,
 	    m->offset);
 	if (other != NULL)
@@ -365,7 +402,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	r->len = m->len;
 	r->offset = m->offset;
 	r->page_size = b.page_size;
-	r->npages = m->len / b.page_size;
+	r->npages = npages;
 	r->flags = m->flags;
 	r->features = m->uffd_features;
 	r->fs_magic = b.fs_magic;
@@ -397,31 +434,23 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 		    "cannot make the uffd non-blocking: %s", strerror(errno));
 		goto fail;
 	}
-	r->uffd = uffd;
-	r->fd = fd;
-	r->sfd = sfd;
 	r->ev = event_new(hpzd_base, uffd, EV_READ | EV_PERSIST, uffd_read_cb,
 	    r);
-	if (r->ev == NULL || event_add(r->ev, NULL) == -1) {
-		r->uffd = r->fd = r->sfd = -1;	/* still the caller's */
+	if (r->ev == NULL) {
 		error = region_fail(why, whylen, -ENOMEM,
 		    "cannot watch the uffd");
 		goto fail;
 	}
+	r->uffd = uffd;
+	r->fd = fd;
+	r->sfd = sfd;
 	r->id = region_next_id++;
 	TAILQ_INSERT_TAIL(&c->regions, r, entry);
 	TAILQ_INSERT_TAIL(&region_all, r, all);
 	c->nregions++;
-	worker_poll_add(r);
+	c->bytes += r->len;
+	c->state_bytes += HPZ_STATE_SIZE(r->npages);
 	r->priority = HPZ_PRIO_DEFAULT;
-	/*
-	 * A fault whose message a dead server read is still waiting: wake
-	 * every thread of the range, so it faults again and reaches us.
-	 */
-	if (r->adopted)
-		uffd_wake(r, r->addr, r->len);
-	if ((m->flags & HPZ_AHEAD_EAGER) || region_has_garbage(r))
-		scrub_add(r, 0);
 	*out = r;
 	return (0);
 
@@ -436,6 +465,39 @@ fail:
 	pthread_mutex_destroy(&r->evlock);
 	free(r);
 	return (error);
+}
+
+/*
+ * Serve a region region_create() made, once prep.c has done what was
+ * left: a fresh state gets its magic (from now on it is a page state to
+ * adopt), the uffd is read, and threads a dead server left waiting are
+ * woken.  0, or -1 if the uffd cannot be watched (the caller destroys it).
+ */
+int
+region_start(struct region *r)
+{
+	struct hpz_state_header	*h = r->smap;
+
+	if (r->fresh) {
+		atomic_thread_fence(memory_order_release);
+		h->magic = HPZ_STATE_MAGIC;
+		r->fresh = 0;
+	}
+	if (event_add(r->ev, NULL) == -1)
+		return (-1);
+	/* Nothing is served yet: no one else counts garbage. */
+	atomic_store(&r->rt.garbage, (int_fast64_t)r->garbage_found);
+	r->started = 1;
+	worker_poll_add(r);
+	/*
+	 * A fault whose message a dead server read is still waiting: wake
+	 * every thread of the range, so it faults again and reaches us.
+	 */
+	if (r->adopted)
+		uffd_wake(r, uffd_region_addr(r), r->len);
+	if ((r->flags & HPZ_AHEAD_EAGER) || r->garbage_found > 0)
+		scrub_add(r, 0);
+	return (0);
 }
 
 /* The region whose page state lives in the memfd sfd, or NULL. */
@@ -476,30 +538,26 @@ region_move(struct region *r, struct client *to)
 
 	TAILQ_REMOVE(&from->regions, r, entry);
 	from->nregions--;
+	from->bytes -= r->len;
+	from->state_bytes -= HPZ_STATE_SIZE(r->npages);
 	r->client = to;
 	r->pid = to->pid;
 	TAILQ_INSERT_TAIL(&to->regions, r, entry);
 	to->nregions++;
+	to->bytes += r->len;
+	to->state_bytes += HPZ_STATE_SIZE(r->npages);
 }
 
 /*
  * The region's private record of held pages and its count of garbage
- * pages (resolve.c), once the page state is taken: every page garbage for
- * HPZ_DISCARD, none in a fresh state, and what an adopted state says.
+ * pages (resolve.c), once the page state is taken.  The count starts at
+ * zero: prep.c fills or counts the state off the loop (r->garbage_found),
+ * and region_start() sets it before anything is served.
  */
 void
 region_resolve_init(struct region *r)
 {
-	uint64_t	i, garbage = 0;
-
-	if (r->adopted) {
-		for (i = 0; i < r->npages; i++)
-			if ((atomic_load(&r->state[i]) & PAGE_STATE_MASK) ==
-			    PAGE_GARBAGE)
-				garbage++;
-	} else if (r->flags & HPZ_DISCARD)
-		garbage = r->npages;
-	resolve_table_init(&r->rt, r->state, r->npages, garbage);
+	resolve_table_init(&r->rt, r->state, r->npages, 0);
 	TAILQ_INIT(&r->resets);
 }
 
@@ -595,7 +653,16 @@ region_punch_garbage(struct region *r)
 {
 	uint64_t	dropped;
 
-	if (resolve_garbage(&r->rt) == 0)
+	/*
+	 * A region let go before it served (its prep cancelled) has no count
+	 * yet, and a cancelled HPZ_DISCARD fill left part of its pages
+	 * unmarked: the client declared them all garbage, so they all are.
+	 * A rare path, and bounded by [limits] region_pages.
+	 */
+	if (!r->started) {
+		if (r->prep_kind == PREP_FILL)
+			memset((void *)r->state, PAGE_GARBAGE, r->npages);
+	} else if (resolve_garbage(&r->rt) == 0)
 		return;
 	dropped = state_drop_garbage(r->state, r->npages, r->fd, r->offset,
 	    r->page_size, region_clear_run, r, NULL);
@@ -642,13 +709,16 @@ region_destroy(struct region *r)
 	TAILQ_REMOVE(&c->regions, r, entry);
 	TAILQ_REMOVE(&region_all, r, all);
 	c->nregions--;
+	c->bytes -= r->len;
+	c->state_bytes -= HPZ_STATE_SIZE(r->npages);
 	fdstore_forget(r);
 	event_free(r->ev);
 	munmap(r->map, r->len);
 	region_release_state(r);
-	close(r->uffd);
-	close(r->fd);
-	close(r->sfd);
+	/* The client's fds: their release may block (reap.c). */
+	reap_close(r->uffd);
+	reap_close(r->fd);
+	reap_close(r->sfd);
 	if (r->pidfd >= 0)
 		close(r->pidfd);
 	resolve_table_destroy(&r->rt);
@@ -658,21 +728,42 @@ region_destroy(struct region *r)
 	free(r);
 }
 
-/* The client's region holding [addr, addr+len), or exactly it. */
+static struct region *
+region_match(struct client *c, uint64_t addr, uint64_t len, int exact)
+{
+	struct region	*r;
+	uint64_t	 base;
+
+	TAILQ_FOREACH(r, &c->regions, entry) {
+		base = uffd_region_addr(r);
+		if (exact) {
+			if (base == addr && r->len == len)
+				return (r);
+		} else if (addr >= base && len <= r->len &&
+		    addr - base <= r->len - len)
+			return (r);
+	}
+	return (NULL);
+}
+
+/*
+ * The client's region holding [addr, addr+len), or exactly it, where it
+ * lies now.  A client's mremap returns once a reader of its uffd has taken
+ * the event, which may still be on its way to r->addr (under evlock): on a
+ * miss, wait for each region's reader to be done and look again.
+ */
 struct region *
 region_find(struct client *c, uint64_t addr, uint64_t len, int exact)
 {
 	struct region	*r;
 
+	if ((r = region_match(c, addr, len, exact)) != NULL)
+		return (r);
 	TAILQ_FOREACH(r, &c->regions, entry) {
-		if (exact) {
-			if (r->addr == addr && r->len == len)
-				return (r);
-		} else if (addr >= r->addr && len <= r->len &&
-		    addr - r->addr <= r->len - len)
-			return (r);
+		pthread_mutex_lock(&r->evlock);
+		pthread_mutex_unlock(&r->evlock);
 	}
-	return (NULL);
+	return (region_match(c, addr, len, exact));
 }
 
 /*

@@ -122,6 +122,7 @@ stats_fill(struct hpz_msg_status_reply *s)
 	s->bg_throttle_ns = atomic_load(&stats.bg_throttle_ns);
 	s->bg_budget_mbps = (uint64_t)(scrub_budget_gbs(0) * 1000);
 	s->bg_client_budget_mbps = (uint64_t)(scrub_budget_gbs(1) * 1000);
+	s->fds_closing = reap_pending();
 }
 
 /*

@@ -366,6 +366,82 @@ lib_uffd_features(uint64_t *features)
 	return (0);
 }
 
+/*
+ * A region may have moved: an mremap of the whole range.  The daemon (or
+ * our guard, while it serves) follows the move as it reads the uffd's
+ * remap event and writes the new address into the state header; take it
+ * from there (lib_lock held).  Taking lib_rlock also waits for a guard
+ * that is handling such an event right now.
+ */
+void
+lib_follow(struct lib_region *lr)
+{
+	const struct hpz_state_header	*h = lr->smap;
+	uint64_t			 a, len;
+
+	if (h == NULL || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) !=
+	    HPZ_STATE_MAGIC)
+		return;
+	a = __atomic_load_n(&h->addr, __ATOMIC_ACQUIRE);
+	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
+	if (a == lr->addr || a == 0 || len != lr->len ||
+	    a % lr->page_size != 0 || a + len < a)
+		return;
+	pthread_mutex_lock(&lib_rlock);
+	lr->addr = (uintptr_t)a;
+	pthread_mutex_unlock(&lib_rlock);
+}
+
+static void
+lib_follow_all(void)
+{
+	struct lib_region	*lr;
+
+	pthread_mutex_lock(&lib_rlock);
+	pthread_mutex_unlock(&lib_rlock);
+	for (lr = lib_regions; lr != NULL; lr = lr->next)
+		lib_follow(lr);
+}
+
+/* The record of the daemon's region id (from its reply), or NULL. */
+static struct lib_region *
+lib_find_id(uint64_t id)
+{
+	struct lib_region	*lr;
+
+	if (id == 0)
+		return (NULL);
+	for (lr = lib_regions; lr != NULL; lr = lr->next)
+		if (lr->id == id)
+			return (lr);
+	return (NULL);
+}
+
+/*
+ * A request about a range we do not know (lib_lock held): it may be a
+ * region the daemon has seen move and we have not yet (its mremap returns
+ * once the event is read, perhaps before the header says so).  Ask the
+ * daemon, which waits for its reader and knows; its reply names the
+ * region, whose header is up to date by then.  Only while connected:
+ * otherwise our guard serves and its addresses are the truth.
+ */
+static int
+lib_ask_moved(void *req, size_t len, struct hpz_msg *reply,
+    struct lib_region **out)
+{
+	int	error;
+
+	*out = NULL;
+	if (lib_regions == NULL || lib_guard_mode() != LIB_CONNECTED)
+		return (-ENXIO);
+	if ((error = lib_request(req, len, NULL, 0, reply,
+	    HPZ_MSG_REPLY)) != 0)
+		return (error);
+	if ((*out = lib_find_id(reply->u.reply.region_id)) != NULL)
+		lib_follow(*out);
+	return (0);
+}
+
 /* The registered-region record for exactly this range, or NULL. */
 static struct lib_region *
 lib_find(uintptr_t addr, size_t len, struct lib_region ***prevp)
@@ -395,13 +471,54 @@ lib_find_within(uintptr_t addr, size_t len)
 	return (NULL);
 }
 
+/*
+ * lib_find and lib_find_within, following moves (lib_follow_all) only on
+ * a miss: reading every header costs a cache miss each, for 1000 regions
+ * as much as the request.
+ */
+static struct lib_region *
+lib_lookup(uintptr_t addr, size_t len)
+{
+	struct lib_region	*lr;
+
+	if ((lr = lib_find(addr, len, NULL)) == NULL) {
+		lib_follow_all();
+		lr = lib_find(addr, len, NULL);
+	}
+	return (lr);
+}
+
+static struct lib_region *
+lib_lookup_within(uintptr_t addr, size_t len)
+{
+	struct lib_region	*lr;
+
+	if ((lr = lib_find_within(addr, len)) == NULL) {
+		lib_follow_all();
+		lr = lib_find_within(addr, len);
+	}
+	return (lr);
+}
+
+/* Does [addr, addr+len) overlap a region we know (where it lies now)? */
+static int
+lib_overlaps(uintptr_t addr, size_t len)
+{
+	if (lib_find_within(addr, 1) == NULL &&
+	    lib_find_within(addr + len - 1, 1) == NULL)
+		return (0);
+	lib_follow_all();
+	return (lib_find_within(addr, 1) != NULL ||
+	    lib_find_within(addr + len - 1, 1) != NULL);
+}
+
 int
 lib_is_registered(const struct hpz_region *region)
 {
 	int	found;
 
 	pthread_mutex_lock(&lib_lock);
-	found = lib_find((uintptr_t)region->addr, region->len, NULL) != NULL;
+	found = lib_lookup((uintptr_t)region->addr, region->len) != NULL;
 	pthread_mutex_unlock(&lib_lock);
 	return (found);
 }
@@ -413,7 +530,7 @@ lib_forget(const struct hpz_region *region)
 	struct lib_region	*lr;
 
 	pthread_mutex_lock(&lib_lock);
-	lr = lib_find((uintptr_t)region->addr, region->len, NULL);
+	lr = lib_lookup((uintptr_t)region->addr, region->len);
 	if (lr != NULL) {
 		lib_guard_unlink(lr);
 		lib_region_free(lr);
@@ -491,9 +608,7 @@ hpz_register(const struct hpz_region *region)
 		    "multiples of the backing page size %ld", page));
 
 	pthread_mutex_lock(&lib_lock);
-	if (lib_find_within((uintptr_t)region->addr, 1) != NULL ||
-	    lib_find_within((uintptr_t)region->addr + region->len - 1, 1) !=
-	    NULL) {
+	if (lib_overlaps((uintptr_t)region->addr, region->len)) {
 		error = lib_fail(-EBUSY, "overlaps a region this process "
 		    "registered");
 		goto out;
@@ -625,6 +740,7 @@ hpz_register(const struct hpz_region *region)
 	lr->smap = smap;
 	lr->state = (_Atomic uint8_t *)((char *)smap + HPZ_STATE_PAGES_OFF);
 	lr->lockfd = -1;
+	lr->id = reply.u.reply.region_id;
 	pthread_mutex_lock(&lib_rlock);
 	lr->next = lib_regions;
 	lib_regions = lr;
@@ -686,11 +802,23 @@ hpz_unregister(const struct hpz_region *region)
 	if (region == NULL)
 		return (lib_fail(-EINVAL, "region is NULL"));
 	pthread_mutex_lock(&lib_lock);
-	lr = lib_find((uintptr_t)region->addr, region->len, NULL);
+	lr = lib_lookup((uintptr_t)region->addr, region->len);
 	if (lr == NULL) {
-		pthread_mutex_unlock(&lib_lock);
-		return (lib_fail(-ENXIO, "this process has no region "
-		    "registered at exactly that address and length"));
+		proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
+		req.addr = (uintptr_t)region->addr;
+		req.len = region->len;
+		error = lib_ask_moved(&req, sizeof(req), &reply, &lr);
+		if (error == 0 && (lr == NULL || lr->addr !=
+		    (uintptr_t)region->addr))
+			error = lib_fail(-EPROTO, "hpzerod unregistered a "
+			    "region this process does not know there");
+		if (error != 0) {
+			pthread_mutex_unlock(&lib_lock);
+			return (error != -ENXIO ? error : lib_fail(-ENXIO,
+			    "this process has no region registered at exactly "
+			    "that address and length"));
+		}
+		goto unregistered;
 	}
 	deadline = lib_guard_deadline();
 	for (;;) {
@@ -720,6 +848,7 @@ hpz_unregister(const struct hpz_region *region)
 		if (error == 0 || !lib_request_retry(deadline))
 			break;
 	}
+unregistered:
 	if (error == 0) {
 		range.start = lr->addr;
 		range.len = lr->len;
@@ -744,11 +873,17 @@ hpz_reset(const struct hpz_region *region)
 	if (region == NULL || region->addr == NULL || region->len == 0)
 		return (lib_fail(-EINVAL, "region has no address or length"));
 	pthread_mutex_lock(&lib_lock);
-	lr = lib_find_within((uintptr_t)region->addr, region->len);
+	lr = lib_lookup_within((uintptr_t)region->addr, region->len);
 	if (lr == NULL) {
+		proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
+		req.addr = (uintptr_t)region->addr;
+		req.len = region->len;
+		if ((error = lib_ask_moved(&req, sizeof(req), &reply,
+		    &lr)) == 0)
+			goto zap;
 		pthread_mutex_unlock(&lib_lock);
-		return (lib_fail(-ENXIO, "range is not inside a region this "
-		    "process registered"));
+		return (error != -ENXIO ? error : lib_fail(-ENXIO, "range is "
+		    "not inside a region this process registered"));
 	}
 	deadline = lib_guard_deadline();
 	for (;;) {
@@ -767,6 +902,7 @@ hpz_reset(const struct hpz_region *region)
 		if (error == 0 || !lib_request_retry(deadline))
 			break;
 	}
+zap:
 	/*
 	 * Only now zap our page tables: every later access faults and the
 	 * daemon, which already counts the pages as garbage, clears them.
@@ -854,6 +990,17 @@ hpz_status(struct hpz_status *st)
 	st->bg_throttle_ns = s->bg_throttle_ns;
 	st->bg_budget_gbs = (double)s->bg_budget_mbps / 1000.0;
 	st->bg_client_budget_gbs = (double)s->bg_client_budget_mbps / 1000.0;
+	st->limit_uid_clients = s->limit_uid_clients;
+	st->limit_uid_regions = s->limit_uid_regions;
+	st->limit_uid_bytes = s->limit_uid_bytes;
+	st->limit_uid_state_bytes = s->limit_uid_state_bytes;
+	st->limit_region_pages = s->limit_region_pages;
+	st->limit_conn_regions = s->limit_conn_regions;
+	st->uid_clients = s->uid_clients;
+	st->uid_regions = s->uid_regions;
+	st->uid_bytes = s->uid_bytes;
+	st->uid_state_bytes = s->uid_state_bytes;
+	st->fds_closing = s->fds_closing;
 	return (0);
 }
 
@@ -863,6 +1010,7 @@ hpz_set_policy(const struct hpz_region *region, unsigned int flags,
 {
 	struct hpz_msg_policy	 req;
 	struct hpz_msg		 reply;
+	struct lib_region	*lr;
 	int			 error;
 
 	if (region == NULL)
@@ -873,16 +1021,19 @@ hpz_set_policy(const struct hpz_region *region, unsigned int flags,
 		return (lib_fail(-EINVAL, "priority %d is not %d to %d",
 		    priority, HPZ_PRIO_MIN, HPZ_PRIO_MAX));
 	pthread_mutex_lock(&lib_lock);
-	if (lib_find((uintptr_t)region->addr, region->len, NULL) == NULL) {
-		pthread_mutex_unlock(&lib_lock);
-		return (lib_fail(-ENXIO, "this process has no region "
-		    "registered at exactly that address and length"));
-	}
 	proto_init(&req, HPZ_MSG_POLICY, sizeof(req), 0);
 	req.addr = (uintptr_t)region->addr;
 	req.len = region->len;
 	req.flags = flags;
 	req.priority = priority;
+	if (lib_lookup((uintptr_t)region->addr, region->len) == NULL) {
+		/* Perhaps moved, and the daemon knows it already. */
+		error = lib_ask_moved(&req, sizeof(req), &reply, &lr);
+		pthread_mutex_unlock(&lib_lock);
+		return (error != -ENXIO ? error : lib_fail(-ENXIO, "this "
+		    "process has no region registered at exactly that "
+		    "address and length"));
+	}
 	error = lib_request(&req, sizeof(req), NULL, 0, &reply, HPZ_MSG_REPLY);
 	pthread_mutex_unlock(&lib_lock);
 	return (error);

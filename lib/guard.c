@@ -543,8 +543,11 @@ lib_serve_msg(struct lib_region *lr, const struct uffd_msg *msg)
 		break;
 	case UFFD_EVENT_REMAP:
 		if (msg->arg.remap.from == lr->addr &&
-		    msg->arg.remap.len == lr->len)
+		    msg->arg.remap.len == lr->len) {
 			lr->addr = msg->arg.remap.to;
+			/* Where the next server (and lib_follow) looks. */
+			((struct hpz_state_header *)lr->smap)->addr = lr->addr;
+		}
 		break;
 	case UFFD_EVENT_UNMAP:
 		if (msg->arg.remove.start <= lr->addr &&
@@ -590,6 +593,8 @@ lib_reregister(struct lib_region *lr)
 	uint64_t		ioctls;
 	int			fds[3], error;
 
+	/* Where the last server saw it: a whole-region mremap moves it. */
+	lib_follow(lr);
 	if ((error = lib_uffd_register(lr, &ioctls)) != 0)
 		return (lib_fail(error, "UFFDIO_REGISTER: %s",
 		    strerror(-error)));
@@ -606,7 +611,10 @@ lib_reregister(struct lib_region *lr)
 	fds[0] = lr->uffd;
 	fds[1] = lr->fd;
 	fds[2] = lr->sfd;
-	return (lib_call(&req, sizeof(req), fds, 3, &reply, HPZ_MSG_REPLY));
+	if ((error = lib_call(&req, sizeof(req), fds, 3, &reply,
+	    HPZ_MSG_REPLY)) == 0)
+		lr->id = reply.u.reply.region_id;
+	return (error);
 }
 
 /*

@@ -17,7 +17,7 @@
 
 #include "hpz.h"
 
-#define HPZ_PROTOCOL_VERSION	4
+#define HPZ_PROTOCOL_VERSION	5
 #define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
 
 /* No valid message is larger; receivers read one byte more to see excess. */
@@ -120,6 +120,18 @@ struct hpz_msg_status_reply {
 	uint64_t	bg_throttle_ns;
 	uint64_t	bg_budget_mbps;		/* 0: unlimited */
 	uint64_t	bg_client_budget_mbps;
+	/* Limits in force (0: none), and what the asking uid holds. */
+	uint64_t	limit_uid_clients;
+	uint64_t	limit_uid_regions;
+	uint64_t	limit_uid_bytes;
+	uint64_t	limit_uid_state_bytes;
+	uint64_t	limit_region_pages;
+	uint64_t	limit_conn_regions;	/* per connection, built in */
+	uint64_t	uid_clients;
+	uint64_t	uid_regions;
+	uint64_t	uid_bytes;
+	uint64_t	uid_state_bytes;
+	uint64_t	fds_closing;		/* passed fds not yet closed */
 };
 
 /* Change a region's policy (flags and background priority). */
@@ -197,6 +209,7 @@ ssize_t		 proto_send(int sock, const void *msg, size_t len,
 		    const int *fds, int nfds);
 ssize_t		 proto_recv(int sock, struct hpz_msg *msg);
 void		 proto_close_fds(struct hpz_msg *msg);
+void		 proto_set_closer(void (*closer)(int fd));
 const char	*proto_type_name(uint16_t type);
 
 #endif /* HPZ_PROTOCOL_H */

@@ -100,6 +100,19 @@ struct hpz_status {
 	unsigned long long bg_throttle_ns;	/* waited on the budgets */
 	double		 bg_budget_gbs;		/* 0: unlimited */
 	double		 bg_client_budget_gbs;
+	/* Limits in force (0: none; hpzerod.conf(5) [limits]). */
+	unsigned long long limit_uid_clients;	/* connections a uid */
+	unsigned long long limit_uid_regions;	/* regions a uid */
+	unsigned long long limit_uid_bytes;	/* bytes registered a uid */
+	unsigned long long limit_uid_state_bytes; /* page-state bytes a uid */
+	unsigned long long limit_region_pages;	/* pages a region */
+	unsigned long long limit_conn_regions;	/* regions a connection */
+	/* What the caller's uid holds now, against those. */
+	unsigned long long uid_clients;
+	unsigned long long uid_regions;
+	unsigned long long uid_bytes;
+	unsigned long long uid_state_bytes;
+	unsigned long long fds_closing;		/* passed fds being closed */
 };
 
 /* One registered region, as hpz_list_regions() returns it. */

@@ -28,6 +28,7 @@ struct lib_region {
 	uint64_t		 features;	/* UFFDIO_API agreed to these */
 	uint64_t		 ioctls;	/* UFFDIO_REGISTER offered these */
 	uint32_t		 flags;		/* HPZ_REGION_FLAGS */
+	uint64_t		 id;		/* the daemon's, from its reply */
 	int			 uffd;
 	int			 sfd;		/* page-state memfd (hpz-state.h) */
 	int			 fd;		/* our copy of the backing file */
@@ -61,6 +62,7 @@ void		 lib_disconnect(void);
 int		 lib_call(void *req, size_t len, const int *fds, int nfds,
 		    struct hpz_msg *reply, uint16_t want);
 void		 lib_region_free(struct lib_region *lr);
+void		 lib_follow(struct lib_region *lr);
 
 /* guard.c */
 extern pthread_mutex_t	 lib_rlock;

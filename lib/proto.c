@@ -12,8 +12,31 @@
 #include "hpz.h"
 #include "hpz-protocol.h"
 
-/* Enough control space to see (and close) a flood of fds. */
-#define PROTO_CMSG_FDS	64
+/*
+ * Control space for every fd one message can carry (the kernel's
+ * SCM_MAX_FD): fds that do not fit are dropped by the kernel in our
+ * recvmsg, and their release (which a sender can make block: a lingering
+ * socket, a FUSE file) would then run on the receiving thread.
+ */
+#define PROTO_CMSG_FDS	253
+
+/* Who closes the fds we do not keep: the daemon's reaper, or close(). */
+static void	(*proto_closer)(int) = NULL;
+
+void
+proto_set_closer(void (*closer)(int fd))
+{
+	proto_closer = closer;
+}
+
+static void
+proto_close(int fd)
+{
+	if (proto_closer != NULL)
+		proto_closer(fd);
+	else
+		close(fd);
+}
 
 static int	proto_fail(char *, size_t, int, const char *, ...)
 		    __attribute__((format(printf, 4, 5)));
@@ -323,7 +346,7 @@ proto_recv(int sock, struct hpz_msg *msg)
 			if (msg->nfds < HPZ_REGISTER_NFDS)
 				msg->fds[msg->nfds] = fd;
 			else
-				close(fd);
+				proto_close(fd);
 			msg->nfds++;
 		}
 	}
@@ -349,7 +372,7 @@ proto_close_fds(struct hpz_msg *msg)
 	kept = msg->nfds < HPZ_REGISTER_NFDS ? msg->nfds : HPZ_REGISTER_NFDS;
 	for (i = 0; i < kept; i++) {
 		if (msg->fds[i] >= 0)
-			close(msg->fds[i]);
+			proto_close(msg->fds[i]);
 		msg->fds[i] = -1;
 	}
 	msg->nfds = 0;

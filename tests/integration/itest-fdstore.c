@@ -18,12 +18,14 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include <criterion/criterion.h>
 
 #include "itest.h"
+#include "hpz-state.h"
 
 #define FS_MAX		32
 #define FS_PAGES	8
@@ -38,6 +40,8 @@ struct fs {
 	char		dir[64];
 	char		sock[96];
 	char		notify[96];
+	char		conf[96];	/* settings file, "" for none */
+	char		log[96];	/* the daemons' stderr, "" for ours */
 	int		nfd;
 	pid_t		pid;
 	struct fs_entry	e[FS_MAX];
@@ -166,8 +170,15 @@ fs_start(struct fs *s)
 		setenv("LISTEN_FDNAMES", names, 1);
 	}
 	setenv("NOTIFY_SOCKET", s->notify, 1);
-	execl(itest_daemon_path(), "hpzerod", "--workers", "2", "--socket", s->sock,
-	    (char *)NULL);
+	if (s->log[0] != '\0' && (fd = open(s->log, O_WRONLY | O_CREAT |
+	    O_APPEND | O_CLOEXEC, 0644)) >= 0)
+		dup2(fd, 2);
+	if (s->conf[0] != '\0')
+		execl(itest_daemon_path(), "hpzerod", "--workers", "2",
+		    "--socket", s->sock, "--config", s->conf, (char *)NULL);
+	else
+		execl(itest_daemon_path(), "hpzerod", "--workers", "2",
+		    "--socket", s->sock, (char *)NULL);
 	_exit(122);
 }
 
@@ -203,6 +214,10 @@ fs_teardown(struct fs *s)
 	close(s->nfd);
 	unlink(s->notify);
 	unlink(s->sock);
+	if (s->conf[0] != '\0')
+		unlink(s->conf);
+	if (s->log[0] != '\0')
+		unlink(s->log);
 	rmdir(s->dir);
 }
 
@@ -441,5 +456,466 @@ Test(fdstore, client_gone_while_daemon_down, .timeout = 120)
 	close(fd);
 	close(up[0]);
 	close(up[1]);
+	fs_teardown(&s);
+}
+
+/* ---- the store distrusts what it finds ----------------------------------- */
+
+/* The stored fd of region id, kind k, or -1. */
+static int
+fs_fd(struct fs *s, uint64_t id, char k)
+{
+	char	name[64];
+	int	i;
+
+	snprintf(name, sizeof(name), "hpz-r%llu-%c", (unsigned long long)id,
+	    k);
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->e[i].name, name) == 0)
+			return (s->e[i].fd);
+	return (-1);
+}
+
+/* Does the store hold anything of region id? */
+static int
+fs_has(struct fs *s, uint64_t id)
+{
+	return (fs_fd(s, id, 'u') != -1 || fs_fd(s, id, 'f') != -1 ||
+	    fs_fd(s, id, 's') != -1 || fs_fd(s, id, 'p') != -1);
+}
+
+/* Put fd (a copy) in the store under name, as a daemon would have. */
+static void
+fs_add(struct fs *s, const char *name, int fd)
+{
+	cr_assert_lt(s->n, FS_MAX);
+	snprintf(s->e[s->n].name, sizeof(s->e[0].name), "%s", name);
+	s->e[s->n].fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	cr_assert_geq(s->e[s->n].fd, 0);
+	s->n++;
+}
+
+/* Did a daemon log a line holding what? */
+static int
+fs_logged(struct fs *s, const char *what)
+{
+	char	 line[1024];
+	FILE	*f;
+	int	 found = 0;
+
+	if ((f = fopen(s->log, "r")) == NULL)
+		return (0);
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strstr(line, what) != NULL;
+	fclose(f);
+	return (found);
+}
+
+static void
+fs_setup_logged(struct fs *s, const char *conf)
+{
+	FILE	*f;
+
+	fs_setup(s);
+	snprintf(s->log, sizeof(s->log), "%s/hpzerod.log", s->dir);
+	if (conf != NULL) {
+		snprintf(s->conf, sizeof(s->conf), "%s/hpzerod.conf", s->dir);
+		cr_assert_not_null(f = fopen(s->conf, "w"));
+		fputs(conf, f);
+		fclose(f);
+	}
+}
+
+/* The parent's side of a client in a child: up, wait for go, exit code. */
+struct fs_child {
+	pid_t	pid;
+	int	up[2];
+	int	go[2];
+};
+
+static void
+fs_child_start(struct fs *s, struct fs_child *k, int (*fn)(int, int))
+{
+	char	c;
+
+	cr_assert_eq(pipe(k->up), 0);
+	cr_assert_eq(pipe(k->go), 0);
+	k->pid = fork();
+	cr_assert_geq(k->pid, 0);
+	if (k->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("HPZ_SOCKET", s->sock, 1);
+		/* Nothing but a daemon may serve this client. */
+		setenv("HPZ_FALLBACK_MS", "600000", 1);
+		_exit(fn(k->up[1], k->go[0]));
+	}
+	/* Only the child writes up and reads go: its death is an EOF. */
+	close(k->up[1]);
+	close(k->go[0]);
+	k->up[1] = k->go[0] = -1;
+	cr_assert_eq(read(k->up[0], &c, 1), 1, "the client did not set up");
+}
+
+/* Say go, and the client's verdict: 0, or what it wrote to stderr. */
+static void
+fs_child_finish(struct fs_child *k)
+{
+	int	status;
+
+	cr_assert_eq(write(k->go[1], "g", 1), 1);
+	cr_assert_eq(waitpid(k->pid, &status, 0), k->pid);
+	cr_assert(WIFEXITED(status), "client status 0x%x", status);
+	cr_assert_eq(WEXITSTATUS(status), 0, "client: %s",
+	    WEXITSTATUS(status) == 1 ? "a stale byte" :
+	    WEXITSTATUS(status) == 2 ? "data lost" :
+	    WEXITSTATUS(status) == 4 ? "a request failed" : "set-up failed");
+	close(k->up[0]);
+	close(k->go[1]);
+}
+
+/* Half data (page i holds fs_byte(i)), half reset to garbage. */
+static int
+fs_half_garbage(struct hpz_region *r, size_t len, unsigned int page)
+{
+	struct hpz_region	half;
+	size_t			pg = page == HPZ_PAGE_2M ? FS_PAGE : 4096;
+	size_t			i;
+
+	if (hpz_region_create(r, len, page) != 0)
+		return (3);
+	r->flags |= HPZ_NO_SCRUB;
+	if (hpz_register(r) != 0) {
+		fprintf(stderr, "fdstore client: %s\n", hpz_last_error());
+		return (3);
+	}
+	for (i = 0; i < len / pg; i++)
+		memset((char *)r->addr + i * pg, fs_byte((int)i), pg);
+	half = *r;
+	half.addr = (char *)r->addr + len / 2;
+	half.len = len / 2;
+	if (hpz_reset(&half) != 0) {
+		fprintf(stderr, "fdstore client: reset: %s\n",
+		    hpz_last_error());
+		return (3);
+	}
+	return (0);
+}
+
+/* Every page as fs_half_garbage left it: data, or zero. */
+static int
+fs_half_check(const struct hpz_region *r, size_t pg, const char *name)
+{
+	size_t	i, first, n = r->len / pg;
+
+	for (i = 0; i < n; i++) {
+		char	*p = (char *)r->addr + i * pg;
+
+		if (i >= n / 2 && itest_count_nonzero(p, pg, &first) != 0) {
+			fprintf(stderr, "fdstore client: %s page %zu: stale "
+			    "byte at %zu\n", name, i, first);
+			return (1);
+		}
+		if (i < n / 2 && itest_count_not(p, pg, fs_byte((int)i),
+		    &first) != 0) {
+			fprintf(stderr, "fdstore client: %s page %zu: data "
+			    "lost at %zu\n", name, i, first);
+			return (2);
+		}
+	}
+	return (0);
+}
+
+static int
+fs_two_regions_client(int wfd, int rfd)
+{
+	struct hpz_region	a, b;
+	struct hpz_status	st;
+	char			c;
+	int			rc;
+
+	if ((rc = fs_half_garbage(&a, 4 * FS_PAGE, HPZ_PAGE_2M)) != 0 ||
+	    (rc = fs_half_garbage(&b, 4 * FS_PAGE, HPZ_PAGE_2M)) != 0)
+		return (rc);
+	(void)write(wfd, "r", 1);
+	if (read(rfd, &c, 1) != 1)
+		return (3);
+	/* A request: libhpz registers both again first (or lets go). */
+	if (hpz_status(&st) != 0) {
+		fprintf(stderr, "fdstore client: status: %s\n",
+		    hpz_last_error());
+		return (4);
+	}
+	if ((rc = fs_half_check(&a, FS_PAGE, "a")) != 0 ||
+	    (rc = fs_half_check(&b, FS_PAGE, "b")) != 0)
+		return (rc);
+	return (0);
+}
+
+/*
+ * A stored region whose state header was corrupted (its range moved past
+ * the end of its file) while the daemon was down: the next daemon gets
+ * ready, takes the other region back, drops the bad entry from the store
+ * with a log line, and does not act on the lying header (on which it
+ * would mark garbage kept and hand the range to the kernel unpunched).
+ */
+Test(fdstore, corrupted_header_entry_dropped, .timeout = 120)
+{
+	struct fs		s;
+	struct fs_child		k;
+	struct hpz_state_header	h;
+	int			sfd, status;
+
+	itest_need_pages(2048, 8);
+	fs_setup_logged(&s, NULL);
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready, "the first daemon sent no READY=1");
+	fs_child_start(&s, &k, fs_two_regions_client);
+	fs_until(&s, 8, 0);
+	cr_assert_eq(s.n, 8, "%d fds in the store, expected 8", s.n);
+	cr_assert(fs_has(&s, 1) && fs_has(&s, 2), "not regions 1 and 2");
+
+	kill(s.pid, SIGKILL);
+	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	s.pid = 0;
+	sfd = fs_fd(&s, 2, 's');
+	cr_assert_geq(sfd, 0);
+	cr_assert_eq(pread(sfd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	cr_assert_eq(h.magic, HPZ_STATE_MAGIC);
+	h.offset += 1ULL << 40;
+	cr_assert_eq(pwrite(sfd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+
+	fs_start(&s);
+	fs_until(&s, 4, 1);
+	cr_assert(s.ready, "the restarted daemon sent no READY=1");
+	cr_assert(fs_has(&s, 1), "the good region left the store");
+	cr_assert(!fs_has(&s, 2), "the bad entry is still in the store");
+	cr_assert(fs_logged(&s, "stored region 2: not taken back"),
+	    "no log line about the bad entry");
+	fs_child_finish(&k);
+	fs_until(&s, 0, 0);
+	fs_teardown(&s);
+}
+
+static int
+fs_one_region_client(int wfd, int rfd)
+{
+	struct hpz_region	a;
+	struct hpz_status	st;
+	char			c;
+	int			rc;
+
+	if ((rc = fs_half_garbage(&a, 4 * FS_PAGE, HPZ_PAGE_2M)) != 0)
+		return (rc);
+	(void)write(wfd, "r", 1);
+	if (read(rfd, &c, 1) != 1)
+		return (3);
+	if (hpz_status(&st) != 0)
+		return (4);
+	return (fs_half_check(&a, FS_PAGE, "a"));
+}
+
+/*
+ * An entry whose state memfd was grown (not sealed against it, 1 GiB of
+ * holes, its header agreeing) comes back after a SIGKILL: the daemon gets
+ * ready, serves the real region, drops the entry with a log line, and
+ * never walks (or allocates, reading holes) what was grown.
+ */
+Test(fdstore, grown_state_memfd_entry_dropped, .timeout = 120)
+{
+	struct fs		s;
+	struct fs_child		k;
+	struct hpz_state_header	h;
+	struct stat		sb;
+	uint64_t		grown = 1ULL << 30;
+	int			sfd, ffd, status;
+
+	itest_need_pages(2048, 4);
+	fs_setup_logged(&s, NULL);
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready);
+	fs_child_start(&s, &k, fs_one_region_client);
+	fs_until(&s, 4, 0);
+	cr_assert_eq(s.n, 4);
+
+	kill(s.pid, SIGKILL);
+	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	s.pid = 0;
+	/* Region 900: a state grown to 1 GiB, and a file for it. */
+	sfd = memfd_create("hpz-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ffd = memfd_create("hpz-grown-file", MFD_CLOEXEC);
+	cr_assert(sfd >= 0 && ffd >= 0);
+	cr_assert_eq(ftruncate(ffd, 1 << 20), 0);
+	cr_assert_eq(ftruncate(sfd, (off_t)grown), 0);
+	cr_assert_eq(fcntl(sfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	memset(&h, 0, sizeof(h));
+	h.magic = HPZ_STATE_MAGIC;
+	h.version = HPZ_STATE_VERSION;
+	h.page_size = 4096;
+	h.npages = grown - HPZ_STATE_PAGES_OFF;
+	h.len = h.npages * 4096;
+	cr_assert_eq(pwrite(sfd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
+	fs_add(&s, "hpz-r900-s", sfd);
+	fs_add(&s, "hpz-r900-f", ffd);
+
+	fs_start(&s);
+	fs_until(&s, 4, 1);
+	cr_assert(s.ready, "the restarted daemon sent no READY=1");
+	cr_assert(!fs_has(&s, 900), "the grown entry is still in the store");
+	cr_assert(fs_has(&s, 1), "the real region left the store");
+	cr_assert(fs_logged(&s, "stored region 900: not taken back"),
+	    "no log line about the grown entry");
+	/* What the daemon read of it, it allocated: nothing but the header. */
+	cr_assert_eq(fstat(sfd, &sb), 0);
+	cr_assert_leq((uint64_t)sb.st_blocks * 512, 64 * 4096,
+	    "the daemon walked the grown state: %llu KiB of it allocated",
+	    (unsigned long long)sb.st_blocks / 2);
+	fs_child_finish(&k);
+	fs_until(&s, 0, 0);
+	close(sfd);
+	close(ffd);
+	fs_teardown(&s);
+}
+
+static int
+fs_limits_client(int wfd, int rfd)
+{
+	struct hpz_region	a;
+	char			c;
+	size_t			first;
+	int			error;
+
+	/* 12 MiB of the uid's 16M. */
+	if (hpz_region_create(&a, 6 * FS_PAGE, HPZ_PAGE_2M) != 0 ||
+	    hpz_register(&a) != 0) {
+		fprintf(stderr, "fdstore client: %s\n", hpz_last_error());
+		return (3);
+	}
+	memset(a.addr, 0x77, a.len);
+	(void)write(wfd, "r", 1);
+	if (read(rfd, &c, 1) != 1)
+		return (3);
+	/* After the restart: the same region, counted once. */
+	if ((error = hpz_reset(&a)) != 0) {
+		fprintf(stderr, "fdstore client: reset after the restart: %d "
+		    "(%s)\n", error, hpz_last_error());
+		return (4);
+	}
+	if (itest_count_nonzero(a.addr, a.len, &first) != 0) {
+		fprintf(stderr, "fdstore client: stale byte at %zu\n", first);
+		return (1);
+	}
+	hpz_region_destroy(&a);
+	return (0);
+}
+
+/*
+ * [limits] bytes = 16M with 12 MiB registered, SIGKILL, restart: the
+ * region back from the fd store is the one the client registers again,
+ * counted once, so the client's reset afterwards succeeds.
+ */
+Test(fdstore, limits_kill_reset, .timeout = 120)
+{
+	struct fs		s;
+	struct fs_child		k;
+	int			status;
+
+	itest_need_pages(2048, 6);
+	fs_setup_logged(&s, "[limits]\nbytes = 16M\n");
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready);
+	fs_child_start(&s, &k, fs_limits_client);
+	fs_until(&s, 4, 0);
+	cr_assert_eq(s.n, 4);
+	kill(s.pid, SIGKILL);
+	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	s.pid = 0;
+	fs_start(&s);
+	fs_until(&s, 4, 1);
+	cr_assert(s.ready);
+	fs_child_finish(&k);
+	fs_until(&s, 0, 0);
+	fs_teardown(&s);
+}
+
+static int
+fs_mremap_client(int wfd, int rfd)
+{
+	struct hpz_region	 a;
+	void			*to;
+	char			 c;
+	size_t			 first, len = 512 * 4096;
+	int			 error;
+
+	if (hpz_region_create(&a, len, HPZ_PAGE_SHMEM) != 0 ||
+	    hpz_register(&a) != 0)
+		return (3);
+	memset(a.addr, 0x31, len);
+	to = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (to == MAP_FAILED || mremap(a.addr, len, len, MREMAP_MAYMOVE |
+	    MREMAP_FIXED, to) != to)
+		return (3);
+	a.addr = to;
+	if ((error = hpz_reset(&a)) != 0) {
+		fprintf(stderr, "fdstore client: reset after mremap: %d (%s)\n",
+		    error, hpz_last_error());
+		return (4);
+	}
+	if (itest_count_nonzero(a.addr, len, &first) != 0)
+		return (1);
+	memset(a.addr, 0x42, len);
+	(void)write(wfd, "r", 1);
+	if (read(rfd, &c, 1) != 1)
+		return (3);
+	/* After the restart: taken back where it lies now. */
+	if ((error = hpz_reset(&a)) != 0) {
+		fprintf(stderr, "fdstore client: reset after the restart: %d "
+		    "(%s)\n", error, hpz_last_error());
+		return (4);
+	}
+	if (itest_count_nonzero(a.addr, len, &first) != 0) {
+		fprintf(stderr, "fdstore client: stale byte at %zu\n", first);
+		return (1);
+	}
+	memset(a.addr, 0x53, len);
+	if ((error = hpz_unregister(&a)) != 0) {
+		fprintf(stderr, "fdstore client: unregister: %d (%s)\n", error,
+		    hpz_last_error());
+		return (4);
+	}
+	if (itest_count_not(a.addr, len, 0x53, &first) != 0)
+		return (2);
+	hpz_region_destroy(&a);
+	return (0);
+}
+
+/*
+ * A region moved whole with mremap, reset there, then the daemon killed
+ * and restarted with the fd store: it comes back where it lies now, and
+ * the client's reset and unregister there succeed.
+ */
+Test(fdstore, mremap_then_sigkill_restart, .timeout = 120)
+{
+	struct fs		s;
+	struct fs_child		k;
+	int			status;
+
+	fs_setup_logged(&s, NULL);
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready);
+	fs_child_start(&s, &k, fs_mremap_client);
+	fs_until(&s, 4, 0);
+	cr_assert_eq(s.n, 4);
+	kill(s.pid, SIGKILL);
+	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	s.pid = 0;
+	fs_start(&s);
+	fs_until(&s, 4, 1);
+	cr_assert(s.ready);
+	fs_child_finish(&k);
+	fs_until(&s, 0, 0);
 	fs_teardown(&s);
 }

@@ -75,6 +75,8 @@ odd_conf(struct conf *c)
 	c->client_gbs = 0.25;
 	c->ahead_min = 8 * MiB;
 	c->ahead_max = 16 * MiB;
+	c->uid_state_bytes = 5 * MiB;
+	c->region_pages = 77;
 }
 
 /* The load must fail with -EINVAL, say "path:line: ", and leave c alone. */
@@ -711,4 +713,37 @@ Test(conf, limits_section)
 	expect_bad("[limits]\nclients = 2000\n", 2, "clients must be");
 	expect_bad("[limits]\nregions = -1\n", 2, "regions must be");
 	expect_bad("[limits]\nbytes = lots\n", 2, "bytes must be");
+}
+
+/* The limits that bound what a region costs the daemon. */
+Test(conf, region_cost_limits)
+{
+	static const struct bad_value	bad[] = {
+		{ "limits", "state_bytes", "-1" },
+		{ "limits", "state_bytes", "64MB" },
+		{ "limits", "state_bytes", "lots" },
+		{ "limits", "state_bytes", "" },
+		{ "limits", "region_pages", "-16" },
+		{ "limits", "region_pages", "16 pages" },
+		{ "limits", "region_pages", "1P" },
+		{ "limits", "region_pages", "" },
+	};
+	struct conf	c;
+
+	conf_defaults(&c);
+	/* A sparse 1 TiB region of 4 KiB pages (2^28 pages) is refused. */
+	cr_assert_eq(c.region_pages, 16ULL << 20);
+	cr_assert_lt(c.region_pages, 1ULL << 28);
+	cr_assert_eq(c.uid_state_bytes, 64 * MiB);
+	cr_assert_geq(c.uid_state_bytes, HPZ_STATE_SIZE(c.region_pages),
+	    "one region of the most pages must fit a uid's state");
+	expect_good("[limits]\nstate_bytes = 1G\nregion_pages = 4M\n", &c);
+	cr_assert_eq(c.uid_state_bytes, GiB);
+	cr_assert_eq(c.region_pages, 4ULL << 20);
+	expect_good("[limits]\nregion_pages = 1000\nstate_bytes = 0\n", &c);
+	cr_assert_eq(c.region_pages, 1000);
+	cr_assert_eq(c.uid_state_bytes, 0);
+	expect_good("[limits]\nregion_pages = 0\n", &c);
+	cr_assert_eq(c.region_pages, 0, "0 is no limit");
+	expect_bad_values(bad, sizeof(bad) / sizeof(bad[0]));
 }

@@ -713,6 +713,107 @@ Test(proto, excess_fds_are_closed)
 	close(sv[1]);
 }
 
+/* What the closer hook was handed, in order. */
+static int	closer_fds[300];
+static int	closer_n;
+
+static void
+closer_record(int fd)
+{
+	if (closer_n < (int)(sizeof(closer_fds) / sizeof(closer_fds[0])))
+		closer_fds[closer_n++] = fd;
+	close(fd);
+}
+
+/* The daemon's reaper gets every fd it does not keep, none of them closed. */
+Test(proto, closer_gets_what_is_not_kept)
+{
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	int			sv[2], p[2], fds[5], kept[3], before, i;
+
+	seqpacket_pair(sv);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	for (i = 0; i < 5; i++)
+		fds[i] = p[i % 2];
+	make_register(&reg);
+	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), fds, 5),
+	    (ssize_t)sizeof(reg));
+	closer_n = 0;
+	proto_set_closer(closer_record);
+	before = count_fds();
+	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(closer_n, 2, "the two extra fds, not %d", closer_n);
+	cr_assert_eq(count_fds(), before + 3);
+	for (i = 0; i < 3; i++)
+		kept[i] = m.fds[i];
+	proto_close_fds(&m);
+	cr_assert_eq(closer_n, 5, "kept fds not handed over: %d", closer_n);
+	for (i = 0; i < 3; i++)
+		cr_assert_eq(closer_fds[2 + i], kept[i]);
+	cr_assert_eq(count_fds(), before);
+	proto_set_closer(NULL);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/*
+ * A message with as many fds as the kernel lets one carry (SCM_MAX_FD,
+ * 253): all are received, so that none is dropped by the kernel inside
+ * recvmsg (where its release would run on the receiving thread), and all
+ * but the three kept go to the closer.
+ */
+Test(proto, every_fd_of_a_full_message_is_received)
+{
+	struct hpz_msg_register	 reg;
+	struct hpz_msg		 m;
+	struct msghdr		 mh;
+	struct iovec		 iov;
+	struct cmsghdr		*c;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 253)];
+	}			 cm;
+	int			 sv[2], p[2], fds[253], before, i;
+
+	seqpacket_pair(sv);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	for (i = 0; i < 253; i++)
+		fds[i] = p[i % 2];
+	make_register(&reg);
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = &reg;
+	iov.iov_len = sizeof(reg);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	cr_assert_eq(sendmsg(sv[0], &mh, 0), (ssize_t)sizeof(reg), "sendmsg: %s",
+	    strerror(errno));
+	closer_n = 0;
+	proto_set_closer(closer_record);
+	before = count_fds();
+	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(m.nfds, 253, "%d fds counted, 253 sent", m.nfds);
+	cr_assert_eq(closer_n, 250, "%d handed to the closer", closer_n);
+	expect_reject(&m, -EBADMSG, "register with 253 fds");
+	proto_close_fds(&m);
+	cr_assert_eq(count_fds(), before);
+	proto_set_closer(NULL);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 Test(proto, close_fds_closes_kept)
 {
 	struct hpz_msg_register	reg;

@@ -1,0 +1,350 @@
+/*
+ * prep.c - the work of a request whose cost grows with a region's page
+ * count, done off the event loop: filling a new HPZ_DISCARD page state with
+ * garbage, resolving what a dead server left busy in an adopted one (and
+ * counting its garbage), dropping the garbage of a stored region that is
+ * not taken back (fdstore.c).  One thread, made at start-up, takes the
+ * jobs in order and works in slices that each look for a cancel; the loop
+ * hears that a job is done through an eventfd and finishes the request
+ * there.  The reply waits for the job; the loop does not.
+ *
+ * A job's work runs on the prep thread, its done callback on the main
+ * thread.  Without the thread (the fuzzer) a job runs at once, inline.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include <event2/event.h>
+
+#include "hpzerod.h"
+
+/* State bytes worked on between two looks at the cancel flag. */
+#define PREP_SLICE	(1ULL << 20)
+
+enum prep_where {
+	PREP_QUEUED,
+	PREP_RUNNING,
+	PREP_FINISHED,		/* on the done list, for the loop */
+};
+
+struct prep_job {
+	TAILQ_ENTRY(prep_job)	 entry;
+	void			(*work)(struct prep_job *);
+	void			(*done)(struct prep_job *);
+	void			*arg;
+	atomic_int		 cancel;
+	enum prep_where		 where;
+};
+TAILQ_HEAD(prep_jobs, prep_job);
+
+static pthread_mutex_t	 prep_lock = PTHREAD_MUTEX_INITIALIZER;
+/* prep_cond: work is queued; prep_idle: a job stopped running. */
+static pthread_cond_t	 prep_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t	 prep_idle = PTHREAD_COND_INITIALIZER;
+static struct prep_jobs	 prep_queue = TAILQ_HEAD_INITIALIZER(prep_queue);
+static struct prep_jobs	 prep_done = TAILQ_HEAD_INITIALIZER(prep_done);
+static pthread_t	 prep_thread;
+static int		 prep_running;
+static int		 prep_stopping;
+static int		 prep_efd = -1;
+static struct event	*prep_ev;
+
+static void *
+prep_main(void *arg)
+{
+	struct prep_job	*j;
+	uint64_t	 one = 1;
+
+	(void)arg;
+	pthread_mutex_lock(&prep_lock);
+	for (;;) {
+		while (TAILQ_EMPTY(&prep_queue) && !prep_stopping)
+			pthread_cond_wait(&prep_cond, &prep_lock);
+		if ((j = TAILQ_FIRST(&prep_queue)) == NULL)
+			break;
+		TAILQ_REMOVE(&prep_queue, j, entry);
+		j->where = PREP_RUNNING;
+		pthread_mutex_unlock(&prep_lock);
+		j->work(j);
+		pthread_mutex_lock(&prep_lock);
+		j->where = PREP_FINISHED;
+		TAILQ_INSERT_TAIL(&prep_done, j, entry);
+		pthread_cond_broadcast(&prep_idle);
+		if (write(prep_efd, &one, sizeof(one)) == -1 &&
+		    errno != EAGAIN)
+			log_warn("prep: wake the main thread");
+	}
+	pthread_mutex_unlock(&prep_lock);
+	return (NULL);
+}
+
+/* The finished jobs: their requests end here (main thread). */
+static void
+prep_done_cb(int fd, short events, void *arg)
+{
+	struct prep_job	*j;
+	uint64_t	 v;
+
+	(void)events;
+	(void)arg;
+	if (read(fd, &v, sizeof(v)) == -1 && errno != EAGAIN)
+		log_warn("prep: read eventfd");
+	for (;;) {
+		pthread_mutex_lock(&prep_lock);
+		if ((j = TAILQ_FIRST(&prep_done)) != NULL)
+			TAILQ_REMOVE(&prep_done, j, entry);
+		pthread_mutex_unlock(&prep_lock);
+		if (j == NULL)
+			break;
+		j->done(j);
+		free(j);
+	}
+}
+
+/* Start the prep thread (once, before serving). */
+int
+prep_start(void)
+{
+	sigset_t	all, old;
+
+	if (prep_running)
+		return (0);
+	if ((prep_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		return (-1);
+	prep_ev = event_new(hpzd_base, prep_efd, EV_READ | EV_PERSIST,
+	    prep_done_cb, NULL);
+	if (prep_ev == NULL || event_add(prep_ev, NULL) == -1)
+		return (-1);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&prep_thread, NULL, prep_main, NULL) != 0) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return (-1);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_setname_np(prep_thread, "hpzd-prep");
+	prep_running = 1;
+	return (0);
+}
+
+/* Finish what is queued (a stored region's garbage must go), then stop. */
+void
+prep_stop(void)
+{
+	if (!prep_running)
+		return;
+	pthread_mutex_lock(&prep_lock);
+	prep_stopping = 1;
+	pthread_cond_broadcast(&prep_cond);
+	pthread_mutex_unlock(&prep_lock);
+	pthread_join(prep_thread, NULL);
+	prep_running = 0;
+	prep_done_cb(prep_efd, EV_READ, NULL);
+	event_free(prep_ev);
+	prep_ev = NULL;
+	close(prep_efd);
+	prep_efd = -1;
+}
+
+/*
+ * Run a job: its work on the prep thread, then its done callback on the
+ * main thread.  1 if it was queued, 0 if it already ran (no thread).
+ */
+static int
+prep_submit(void (*work)(struct prep_job *), void (*done)(struct prep_job *),
+    void *arg, struct prep_job **out)
+{
+	struct prep_job	*j;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		fatal("calloc");
+	j->work = work;
+	j->done = done;
+	j->arg = arg;
+	if (out != NULL)
+		*out = j;
+	if (!prep_running) {
+		j->where = PREP_RUNNING;
+		work(j);
+		j->where = PREP_FINISHED;
+		if (out != NULL)
+			*out = NULL;
+		done(j);
+		free(j);
+		return (0);
+	}
+	pthread_mutex_lock(&prep_lock);
+	j->where = PREP_QUEUED;
+	TAILQ_INSERT_TAIL(&prep_queue, j, entry);
+	pthread_cond_signal(&prep_cond);
+	pthread_mutex_unlock(&prep_lock);
+	return (1);
+}
+
+/*
+ * Call off a job (main thread): once this returns its work has stopped,
+ * within one slice, and its done callback will not be called.
+ */
+static void
+prep_cancel(struct prep_job *j)
+{
+	pthread_mutex_lock(&prep_lock);
+	switch (j->where) {
+	case PREP_QUEUED:
+		TAILQ_REMOVE(&prep_queue, j, entry);
+		break;
+	case PREP_RUNNING:
+		atomic_store(&j->cancel, 1);
+		while (j->where == PREP_RUNNING)
+			pthread_cond_wait(&prep_idle, &prep_lock);
+		/* FALLTHROUGH */
+	case PREP_FINISHED:
+		TAILQ_REMOVE(&prep_done, j, entry);
+		break;
+	}
+	pthread_mutex_unlock(&prep_lock);
+	free(j);
+}
+
+/* Should the work stop (between slices)? */
+int
+prep_cancelled(const struct prep_job *j)
+{
+	return (atomic_load(&j->cancel));
+}
+
+void *
+prep_arg(const struct prep_job *j)
+{
+	return (j->arg);
+}
+
+/*
+ * The next run of page-state bytes of a state memfd (sfd, npages pages)
+ * at or after page from that holds data: [*lo, *hi).  Holes read zero
+ * (PAGE_KEEP, nothing to do) and reading them through a shared mapping
+ * would allocate them, so walks go by SEEK_DATA.  0 when there is none.
+ */
+int
+prep_state_extent(int sfd, uint64_t npages, uint64_t from, uint64_t *lo,
+    uint64_t *hi)
+{
+	off_t	d, h;
+
+	if (from >= npages)
+		return (0);
+	d = lseek(sfd, (off_t)(HPZ_STATE_PAGES_OFF + from), SEEK_DATA);
+	if (d == -1) {
+		if (errno == ENXIO)
+			return (0);
+		*lo = from;		/* cannot tell: all of it */
+		*hi = npages;
+		return (1);
+	}
+	if ((uint64_t)d >= HPZ_STATE_PAGES_OFF + npages)
+		return (0);
+	h = lseek(sfd, d, SEEK_HOLE);
+	*lo = (uint64_t)d - HPZ_STATE_PAGES_OFF;
+	*hi = h == -1 || (uint64_t)h > HPZ_STATE_PAGES_OFF + npages ?
+	    npages : (uint64_t)h - HPZ_STATE_PAGES_OFF;
+	return (*hi > *lo);
+}
+
+/* A new HPZ_DISCARD region: every page is garbage. */
+static void
+prep_fill(struct prep_job *j, struct region *r)
+{
+	uint64_t	i, n;
+
+	for (i = 0; i < r->npages; i += n) {
+		if (prep_cancelled(j))
+			return;
+		n = r->npages - i < PREP_SLICE ? r->npages - i : PREP_SLICE;
+		/* Nobody serves it yet: plain stores will do. */
+		memset((void *)(r->state + i), PAGE_GARBAGE, n);
+	}
+	atomic_thread_fence(memory_order_release);
+	r->garbage_found = r->npages;
+}
+
+/* An adopted state: resolve what a dead server left busy, count garbage. */
+static void
+prep_adopt(struct prep_job *j, struct region *r)
+{
+	uint64_t	lo, hi, i, n, k, recovered = 0, garbage = 0;
+
+	for (i = 0; prep_state_extent(r->sfd, r->npages, i, &lo, &hi);
+	    i = hi) {
+		for (i = lo; i < hi; i += n) {
+			if (prep_cancelled(j))
+				return;
+			n = hi - i < PREP_SLICE ? hi - i : PREP_SLICE;
+			recovered += state_recover(r->state + i, n);
+			for (k = i; k < i + n; k++)
+				if ((atomic_load_explicit(&r->state[k],
+				    memory_order_relaxed) & PAGE_STATE_MASK) ==
+				    PAGE_GARBAGE)
+					garbage++;
+		}
+	}
+	r->recovered = recovered;
+	r->garbage_found = garbage;
+}
+
+static void
+prep_region_work(struct prep_job *j)
+{
+	struct region	*r = j->arg;
+
+	if (r->prep_kind == PREP_FILL)
+		prep_fill(j, r);
+	else if (r->prep_kind == PREP_ADOPT)
+		prep_adopt(j, r);
+}
+
+static void
+prep_region_done(struct prep_job *j)
+{
+	struct region	*r = j->arg;
+
+	r->prep = NULL;
+	r->prep_kind = PREP_NONE;
+	control_region_ready(r);
+}
+
+/*
+ * Do what a new region needs before it serves (main thread), then call
+ * control_region_ready(r): at once when nothing is left or without the
+ * thread (0), else once the prep thread is done (1).
+ */
+int
+prep_region(struct region *r)
+{
+	if (r->prep_kind == PREP_NONE) {
+		control_region_ready(r);
+		return (0);
+	}
+	return (prep_submit(prep_region_work, prep_region_done, r, &r->prep));
+}
+
+/* The region goes before it served: stop its prep (main thread). */
+void
+prep_region_cancel(struct region *r)
+{
+	if (r->prep == NULL)
+		return;
+	prep_cancel(r->prep);
+	r->prep = NULL;
+}
+
+/* Any other job: work on the prep thread, done on the main thread. */
+int
+prep_job(void (*work)(struct prep_job *), void (*done)(struct prep_job *),
+    void *arg)
+{
+	return (prep_submit(work, done, arg, NULL));
+}

@@ -1,0 +1,981 @@
+/*
+ * itest-control.c - the control plane never waits on a client.  Each
+ * hostile client runs in its own process beside an honest one (register,
+ * fault, verify zero, write, reset, verify, unregister, in a loop), against
+ * the daemon run.sh started: the honest client's rounds must keep being
+ * answered within a generous liveness bound, every byte it reads must be
+ * zero, and the daemon must still be the same process.  The attacks: a
+ * client holding its own state memfd's server lock and registering it
+ * again and again; a TCP socket with SO_LINGER and a full send queue
+ * passed as a backing fd, as an extra fd, and left in flight in a
+ * connection that gets dropped; a sparse 1 TiB region of 4 KiB pages
+ * followed by a flood of status requests.  Also: limits as status shows
+ * them, and a region moved whole with mremap, then reset, unregistered and
+ * taken across a daemon restart.  Latencies are printed, not asserted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+
+#include "itest.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+
+/* An honest round that takes this long is stalled, not slow. */
+#define CTL_BOUND_MS	5000
+/* How long each attack runs beside the honest client. */
+#define CTL_ATTACK_MS	4000
+#define CTL_ROUNDS_MAX	100000
+
+/* One round of the honest client, as it reports it. */
+struct ctl_round {
+	int	status;		/* 0 a round, 1 finished, -1 failed */
+	double	reg_ms;		/* hpz_register */
+	double	fault_ms;	/* first touch of the region */
+	double	reset_ms;	/* hpz_reset */
+	char	why[160];
+};
+
+struct ctl_figures {
+	int	rounds;
+	double	reg[CTL_ROUNDS_MAX / 100];
+	double	fault_max, reset_max, round_max;
+	int	nreg;
+};
+
+static double
+ctl_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6);
+}
+
+static int
+ctl_scale(void)
+{
+	const char	*s = getenv("HPZ_WAIT_SCALE");
+	int		 v = s != NULL ? atoi(s) : 1;
+
+	return (v >= 1 ? v : 1);
+}
+
+/* The daemon run.sh started is alive and still the same process. */
+static void
+ctl_daemon_same(void)
+{
+	const char	*p = getenv("HPZD_PID");
+	char		 path[64], buf[512], *q;
+	FILE		*f;
+
+	if (p == NULL)
+		return;
+	cr_assert_eq(kill(atoi(p), 0), 0, "the daemon (pid %s) is gone", p);
+	snprintf(path, sizeof(path), "/proc/%s/stat", p);
+	cr_assert_not_null(f = fopen(path, "r"));
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	cr_assert_not_null(q = strrchr(buf, ')'));
+	cr_assert(q[2] != 'Z' && q[2] != 'X', "the daemon (pid %s) died", p);
+}
+
+/* ---- the honest client -------------------------------------------------- */
+
+static void
+ctl_report(int fd, const struct ctl_round *r)
+{
+	if (write(fd, r, sizeof(*r)) != (ssize_t)sizeof(*r))
+		_exit(4);
+}
+
+static int
+ctl_fail(int fd, struct ctl_round *r, const char *what)
+{
+	r->status = -1;
+	snprintf(r->why, sizeof(r->why), "%s: %s", what, hpz_last_error());
+	ctl_report(fd, r);
+	return (1);
+}
+
+/* Rounds for ms milliseconds, each reported on fd. */
+static int
+ctl_honest(int fd, double ms)
+{
+	struct ctl_round	 rep;
+	struct hpz_region	 r;
+	double			 t0, t, end = ctl_now_ms() + ms;
+	size_t			 first;
+	int			 i;
+
+	do {
+		memset(&rep, 0, sizeof(rep));
+		if (hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM) != 0)
+			return (ctl_fail(fd, &rep, "create"));
+		t0 = ctl_now_ms();
+		if (hpz_register(&r) != 0)
+			return (ctl_fail(fd, &rep, "register"));
+		t = ctl_now_ms();
+		rep.reg_ms = t - t0;
+		(void)*(volatile char *)r.addr;
+		rep.fault_ms = ctl_now_ms() - t;
+		if (itest_count_nonzero(r.addr, r.len, &first) != 0) {
+			rep.status = -1;
+			snprintf(rep.why, sizeof(rep.why), "fresh region: "
+			    "stale byte at %zu", first);
+			ctl_report(fd, &rep);
+			return (1);
+		}
+		for (i = 0; i < 64; i++)
+			((char *)r.addr)[i * 4096 + 7] = (char)(i + 1);
+		t = ctl_now_ms();
+		if (hpz_reset(&r) != 0)
+			return (ctl_fail(fd, &rep, "reset"));
+		rep.reset_ms = ctl_now_ms() - t;
+		if (itest_count_nonzero(r.addr, r.len, &first) != 0) {
+			rep.status = -1;
+			snprintf(rep.why, sizeof(rep.why), "after reset: stale "
+			    "byte at %zu", first);
+			ctl_report(fd, &rep);
+			return (1);
+		}
+		if (hpz_unregister(&r) != 0)
+			return (ctl_fail(fd, &rep, "unregister"));
+		hpz_region_destroy(&r);
+		ctl_report(fd, &rep);
+	} while (ctl_now_ms() < end);
+	rep.status = 1;
+	ctl_report(fd, &rep);
+	return (0);
+}
+
+static pid_t
+ctl_honest_start(int *rfd)
+{
+	int	p[2];
+	pid_t	pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		_exit(ctl_honest(p[1], CTL_ATTACK_MS));
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return (pid);
+}
+
+static int
+ctl_cmp(const void *a, const void *b)
+{
+	double	x = *(const double *)a, y = *(const double *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+/*
+ * Collect the honest client's rounds: each must come within the bound.
+ * On a stall the client (and the attacker) are killed and the test fails.
+ */
+static void
+ctl_honest_wait(pid_t honest, int rfd, pid_t attacker, const char *attack,
+    struct ctl_figures *fg)
+{
+	struct pollfd		pfd = { .fd = rfd, .events = POLLIN };
+	struct ctl_round	rep;
+	double			t0 = ctl_now_ms(), t, last = t0;
+	int			status, bound = CTL_BOUND_MS * ctl_scale();
+
+	memset(fg, 0, sizeof(*fg));
+	for (;;) {
+		if (poll(&pfd, 1, bound) != 1) {
+			kill(honest, SIGKILL);
+			kill(attacker, SIGKILL);
+			cr_assert_fail("%s: the honest client got no answer for "
+			    "%d ms (%d rounds done before)", attack, bound,
+			    fg->rounds);
+		}
+		if (read(rfd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep)) {
+			kill(attacker, SIGKILL);
+			cr_assert_fail("%s: the honest client died", attack);
+		}
+		if (rep.status < 0) {
+			kill(attacker, SIGKILL);
+			cr_assert_fail("%s: honest client: %s", attack, rep.why);
+		}
+		if (rep.status == 1)
+			break;
+		t = ctl_now_ms();
+		if (t - last > fg->round_max)
+			fg->round_max = t - last;
+		last = t;
+		if (fg->nreg < (int)(sizeof(fg->reg) / sizeof(fg->reg[0])))
+			fg->reg[fg->nreg++] = rep.reg_ms;
+		if (rep.fault_ms > fg->fault_max)
+			fg->fault_max = rep.fault_ms;
+		if (rep.reset_ms > fg->reset_max)
+			fg->reset_max = rep.reset_ms;
+		fg->rounds++;
+	}
+	cr_assert_eq(waitpid(honest, &status, 0), honest);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(rfd);
+	cr_assert_gt(fg->rounds, 0, "%s: no honest round finished", attack);
+	qsort(fg->reg, (size_t)fg->nreg, sizeof(fg->reg[0]), ctl_cmp);
+	printf("%s: honest client: %d rounds in %.1f s; register p50 %.2f ms, "
+	    "max %.2f ms; first fault max %.2f ms; reset max %.2f ms; longest "
+	    "round %.1f ms\n", attack, fg->rounds, (ctl_now_ms() - t0) / 1e3,
+	    fg->reg[fg->nreg / 2], fg->reg[fg->nreg - 1], fg->fault_max,
+	    fg->reset_max, fg->round_max);
+	fflush(stdout);
+}
+
+/* ---- attackers ----------------------------------------------------------- */
+
+/* What an attacker tells the parent: its first reply, and how many came. */
+struct ctl_verdict {
+	int	error;
+	int	replies;
+	char	text[HPZ_REPLY_TEXT];
+};
+
+struct ctl_shm {
+	int	fd;
+	void	*addr;
+	size_t	len;
+	int	uffd;
+	uint64_t features, ioctls;
+};
+
+static void
+ctl_shm_make(struct ctl_shm *m, size_t len)
+{
+	m->len = len;
+	m->fd = memfd_create("itest-ctl", MFD_CLOEXEC);
+	cr_assert_geq(m->fd, 0);
+	cr_assert_eq(ftruncate(m->fd, (off_t)len), 0);
+	m->addr = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_NORESERVE, m->fd, 0);
+	cr_assert_neq(m->addr, MAP_FAILED);
+	m->uffd = itest_make_uffd(m->addr, len, &m->features, &m->ioctls);
+}
+
+static void
+ctl_reg_msg(struct hpz_msg_register *reg, const struct ctl_shm *m,
+    uint32_t seq)
+{
+	proto_init(reg, HPZ_MSG_REGISTER, sizeof(*reg), seq);
+	reg->addr = (uintptr_t)m->addr;
+	reg->len = m->len;
+	reg->offset = 0;
+	reg->page_size = 4096;
+	reg->uffd_features = m->features;
+	reg->uffd_ioctls = m->ioctls;
+}
+
+/* One reply on sock (an attacker's), or -1 after a minute or on EOF. */
+static int
+ctl_attacker_reply(int sock, struct hpz_msg *m)
+{
+	struct pollfd	pfd = { .fd = sock, .events = POLLIN };
+
+	if (poll(&pfd, 1, 60000) != 1 || proto_recv(sock, m) <= 0)
+		return (-1);
+	return (0);
+}
+
+static void
+ctl_verdict(int fd, const struct hpz_msg *m, int replies)
+{
+	struct ctl_verdict	v;
+
+	memset(&v, 0, sizeof(v));
+	v.error = m->u.reply.error;
+	v.replies = replies;
+	snprintf(v.text, sizeof(v.text), "%s", m->u.reply.text);
+	(void)write(fd, &v, sizeof(v));
+}
+
+/*
+ * The lock holder: an OFD write lock on byte 0 of its own state memfd,
+ * through an open file description of its own, then the same register
+ * again and again, 32 at a time, as fast as the replies come.
+ */
+static void
+ctl_attack_lock(int wfd)
+{
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	struct ctl_shm		shm;
+	struct flock		fl;
+	char			path[64];
+	int			sock, sfd, lfd, fds[3], i, n = 0;
+
+	ctl_shm_make(&shm, 16 * 4096);
+	sfd = itest_state_memfd(16);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", sfd);
+	if ((lfd = open(path, O_RDWR | O_CLOEXEC)) == -1)
+		_exit(5);
+	memset(&fl, 0, sizeof(fl));
+	fl.l_type = F_WRLCK;
+	fl.l_whence = SEEK_SET;
+	fl.l_len = 1;
+	if (fcntl(lfd, F_OFD_SETLK, &fl) == -1)
+		_exit(6);
+	sock = itest_raw_connect();
+	fds[0] = shm.uffd;
+	fds[1] = shm.fd;
+	fds[2] = sfd;
+	(void)write(wfd, "r", 1);
+	for (;;) {
+		for (i = 0; i < 32; i++) {
+			ctl_reg_msg(&reg, &shm, (uint32_t)i);
+			if (proto_send(sock, &reg, sizeof(reg), fds, 3) !=
+			    (ssize_t)sizeof(reg))
+				_exit(7);
+		}
+		for (i = 0; i < 32; i++) {
+			if (ctl_attacker_reply(sock, &m) != 0)
+				_exit(8);
+			if (n++ == 0)
+				ctl_verdict(wfd, &m, n);
+			proto_close_fds(&m);
+		}
+	}
+}
+
+/* A TCP listener on the loopback whose accepted peers never read. */
+static int
+ctl_listener(struct sockaddr_in *a)
+{
+	socklen_t	al = sizeof(*a);
+	int		l, small = 4096;
+
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (l == -1 || setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small,
+	    sizeof(small)) == -1 || bind(l, (struct sockaddr *)a,
+	    sizeof(*a)) == -1 || listen(l, 64) == -1 ||
+	    getsockname(l, (struct sockaddr *)a, &al) == -1)
+		_exit(10);
+	return (l);
+}
+
+/*
+ * A TCP socket whose close() lingers: SO_LINGER for an hour and a full
+ * send queue to a peer (accepted and kept by the caller) that never reads.
+ */
+static int
+ctl_linger_socket(const struct sockaddr_in *a)
+{
+	struct linger	lg = { 1, 3600 };
+	char		buf[65536];
+	int		small = 4096, c, fl;
+
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c == -1 || setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small,
+	    sizeof(small)) == -1 || connect(c, (const struct sockaddr *)a,
+	    sizeof(*a)) == -1)
+		_exit(12);
+	fl = fcntl(c, F_GETFL);
+	fcntl(c, F_SETFL, fl | O_NONBLOCK);
+	memset(buf, 0x42, sizeof(buf));
+	while (write(c, buf, sizeof(buf)) > 0)
+		;
+	fcntl(c, F_SETFL, fl);
+	if (setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == -1)
+		_exit(14);
+	return (c);
+}
+
+enum ctl_linger_how {
+	CTL_AS_BACKING,		/* the backing fd of a register */
+	CTL_AS_EXTRA,		/* a fourth fd with a register */
+	CTL_IN_FLIGHT,		/* queued behind a message that drops us */
+};
+
+/*
+ * Pass lingering sockets so that the daemon holds the last reference: a
+ * child makes each one, sends it and exits (an exiting process's close
+ * does not linger), while the peers stay open, unread, here; our death
+ * resets them.
+ */
+static void
+ctl_attack_linger(int wfd, enum ctl_linger_how how)
+{
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	struct ctl_shm		shm;
+	struct sockaddr_in	a;
+	char			junk[64];
+	int			listener, peers[256], npeers = 0, sock;
+	int			fds[4], n = 0, status;
+	pid_t			pid;
+
+	ctl_shm_make(&shm, 16 * 4096);
+	listener = ctl_listener(&a);
+	memset(junk, 0xa5, sizeof(junk));
+	(void)write(wfd, "r", 1);
+	while (npeers < 256) {
+		sock = itest_raw_connect();
+		if ((pid = fork()) == -1)
+			_exit(15);
+		if (pid == 0) {
+			fds[3] = ctl_linger_socket(&a);
+			fds[0] = shm.uffd;
+			fds[1] = how == CTL_AS_BACKING ? fds[3] : shm.fd;
+			fds[2] = itest_state_memfd(16);
+			ctl_reg_msg(&reg, &shm, 1);
+			if (how == CTL_IN_FLIGHT)
+				(void)proto_send(sock, junk, sizeof(junk),
+				    NULL, 0);
+			(void)proto_send(sock, &reg, sizeof(reg), fds,
+			    how == CTL_AS_BACKING ? 3 : 4);
+			_exit(0);
+		}
+		if ((peers[npeers++] = accept(listener, NULL, NULL)) == -1)
+			_exit(13);
+		(void)waitpid(pid, &status, 0);
+		if (ctl_attacker_reply(sock, &m) == 0) {
+			if (n++ == 0)
+				ctl_verdict(wfd, &m, n);
+			proto_close_fds(&m);
+		}
+		close(sock);
+	}
+	pause();
+	_exit(0);
+}
+
+/*
+ * A sparse 1 TiB shmem region of 4 KiB pages (2^28 pages: it costs us
+ * nothing), registered through libhpz, then status requests as fast as
+ * the daemon answers, 64 at a time.
+ */
+static void
+ctl_attack_huge(int wfd)
+{
+	struct hpz_msg_header	h;
+	struct hpz_msg		m;
+	struct hpz_region	r;
+	struct ctl_verdict	v;
+	int			sock, i, error;
+
+	memset(&r, 0, sizeof(r));
+	r.len = 1ULL << 40;
+	r.fd = memfd_create("itest-ctl-huge", MFD_CLOEXEC);
+	if (r.fd == -1 || ftruncate(r.fd, (off_t)r.len) == -1)
+		_exit(20);
+	r.addr = mmap(NULL, r.len, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_NORESERVE, r.fd, 0);
+	if (r.addr == MAP_FAILED)
+		_exit(21);
+	(void)write(wfd, "r", 1);
+	error = hpz_register(&r);
+	memset(&v, 0, sizeof(v));
+	v.error = error;
+	v.replies = 1;
+	snprintf(v.text, sizeof(v.text), "%s", hpz_last_error());
+	(void)write(wfd, &v, sizeof(v));
+	sock = itest_raw_connect();
+	for (;;) {
+		for (i = 0; i < 64; i++) {
+			proto_init(&h, HPZ_MSG_STATUS, sizeof(h), (uint32_t)i);
+			if (proto_send(sock, &h, sizeof(h), NULL, 0) !=
+			    (ssize_t)sizeof(h))
+				_exit(22);
+		}
+		for (i = 0; i < 64; i++)
+			if (ctl_attacker_reply(sock, &m) != 0)
+				_exit(23);
+	}
+}
+
+/* Run attack in a child; returns once it says it is set up. */
+static pid_t
+ctl_attacker_start(void (*attack)(int), int *rfd)
+{
+	int	p[2];
+	char	c;
+	pid_t	pid;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		attack(p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &c, 1), 1, "the attacker did not set up");
+	*rfd = p[0];
+	return (pid);
+}
+
+/* The attacker's first verdict, if it sent one by now. */
+static int
+ctl_attacker_verdict(int rfd, struct ctl_verdict *v, int wait_ms)
+{
+	struct pollfd	pfd = { .fd = rfd, .events = POLLIN };
+
+	memset(v, 0, sizeof(*v));
+	if (poll(&pfd, 1, wait_ms) != 1)
+		return (0);
+	return (read(rfd, v, sizeof(*v)) == (ssize_t)sizeof(*v));
+}
+
+static void
+ctl_attacker_stop(pid_t pid, int rfd)
+{
+	int	status;
+
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	close(rfd);
+}
+
+/* Every fd the attacker passed is closed, within 10 s. */
+static void
+ctl_closed_all(const char *name)
+{
+#if HPZ_PROTOCOL_VERSION >= 5
+	struct hpz_status	st;
+	int			i;
+
+	for (i = 0; i < 1000; i++) {
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		if (st.fds_closing == 0)
+			return;
+		usleep(10 * 1000);
+	}
+	cr_assert_fail("%s: %llu passed fds still not closed after 10 s",
+	    name, st.fds_closing);
+#else
+	(void)name;
+#endif
+}
+
+/*
+ * An honest client beside attack; the attacker's verdict in *v.  With
+ * quiet, the attacker has stopped sending by then: every fd it passed
+ * must be closed while it still lives (its sockets' peers still unread).
+ */
+static void
+ctl_beside(void (*attack)(int), const char *name, struct ctl_verdict *v,
+    int quiet)
+{
+	struct ctl_figures	fg;
+	pid_t			attacker, honest;
+	int			arfd, hrfd, got;
+
+	ctl_daemon_same();
+	attacker = ctl_attacker_start(attack, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, v, 1000);
+	if (quiet)
+		ctl_closed_all(name);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_same();
+	ctl_closed_all(name);
+	cr_assert(got, "%s: the attacker had no answer", name);
+	printf("%s: the attacker's first answer: %d (%s)\n", name, v->error,
+	    v->text);
+	fflush(stdout);
+}
+
+static void
+ctl_attack_backing(int wfd)
+{
+	ctl_attack_linger(wfd, CTL_AS_BACKING);
+}
+
+static void
+ctl_attack_extra(int wfd)
+{
+	ctl_attack_linger(wfd, CTL_AS_EXTRA);
+}
+
+static void
+ctl_attack_in_flight(int wfd)
+{
+	ctl_attack_linger(wfd, CTL_IN_FLIGHT);
+}
+
+/* No attack: the same rounds, for the figures beside the attacks'. */
+static void
+ctl_attack_none(int wfd)
+{
+	(void)write(wfd, "r", 1);
+	(void)write(wfd, &(struct ctl_verdict){ .replies = 0 },
+	    sizeof(struct ctl_verdict));
+	pause();
+}
+
+/* ---- the tests ---------------------------------------------------------- */
+
+Test(control, honest_client_alone, .timeout = 120)
+{
+	struct ctl_verdict	v;
+
+	ctl_beside(ctl_attack_none, "no attack", &v, 1);
+}
+
+Test(control, lock_holder_registering_again_and_again, .timeout = 120)
+{
+	struct ctl_verdict	v;
+
+	ctl_beside(ctl_attack_lock, "lock holder", &v, 0);
+	cr_assert_eq(v.error, -EBUSY, "got %d (%s)", v.error, v.text);
+	cr_assert_not_null(strstr(v.text, "without waiting"),
+	    "the reason does not say it did not wait: %s", v.text);
+}
+
+Test(control, lingering_socket_as_backing_fd, .timeout = 120)
+{
+	struct ctl_verdict	v;
+
+	ctl_beside(ctl_attack_backing, "lingering socket as backing fd", &v, 1);
+	cr_assert_eq(v.error, -EINVAL, "got %d (%s)", v.error, v.text);
+}
+
+Test(control, lingering_socket_as_extra_fd, .timeout = 120)
+{
+	struct ctl_verdict	v;
+
+	ctl_beside(ctl_attack_extra, "lingering socket as extra fd", &v, 1);
+	cr_assert_eq(v.error, -EBADMSG, "got %d (%s)", v.error, v.text);
+}
+
+Test(control, lingering_socket_in_flight_when_dropped, .timeout = 120)
+{
+	struct ctl_verdict	v;
+
+	ctl_beside(ctl_attack_in_flight, "lingering socket in flight", &v, 1);
+	cr_assert_eq(v.error, -EBADMSG, "got %d (%s)", v.error, v.text);
+}
+
+Test(control, huge_sparse_region_then_status_flood, .timeout = 120)
+{
+	struct ctl_verdict	v;
+
+	ctl_beside(ctl_attack_huge, "1 TiB of 4 KiB pages, status flood", &v, 0);
+	cr_assert_eq(v.error, -EDQUOT, "the 1 TiB region: %d (%s)", v.error,
+	    v.text);
+	cr_assert_not_null(strstr(v.text, "[limits] region_pages"),
+	    "the reason names no setting: %s", v.text);
+}
+
+/* F_SEAL_GROW is required: a state memfd that may grow is refused. */
+Test(control, state_memfd_must_be_sealed_against_growing)
+{
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	struct ctl_shm		shm;
+	int			sock, fds[3];
+
+	ctl_shm_make(&shm, 16 * 4096);
+	fds[0] = shm.uffd;
+	fds[1] = shm.fd;
+	fds[2] = memfd_create("itest-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_geq(fds[2], 0);
+	cr_assert_eq(ftruncate(fds[2], (off_t)HPZ_STATE_SIZE(16)), 0);
+	cr_assert_eq(fcntl(fds[2], F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	sock = itest_raw_connect();
+	ctl_reg_msg(&reg, &shm, 3);
+	cr_assert_eq(proto_send(sock, &reg, sizeof(reg), fds, 3),
+	    (ssize_t)sizeof(reg));
+	cr_assert_eq(ctl_attacker_reply(sock, &m), 0);
+	cr_assert_eq(m.u.reply.error, -EINVAL, "got %d (%s)", m.u.reply.error,
+	    m.u.reply.text);
+	cr_assert_not_null(strstr(m.u.reply.text, "growing"), "%s",
+	    m.u.reply.text);
+	/* Sealed both ways, the same register goes through. */
+	close(fds[2]);
+	fds[2] = itest_state_memfd(16);
+	ctl_reg_msg(&reg, &shm, 4);
+	cr_assert_eq(proto_send(sock, &reg, sizeof(reg), fds, 3),
+	    (ssize_t)sizeof(reg));
+	cr_assert_eq(ctl_attacker_reply(sock, &m), 0);
+	cr_assert_eq(m.u.reply.error, 0, "%s", m.u.reply.text);
+	close(sock);
+	close(fds[2]);
+	close(shm.uffd);
+}
+
+/*
+ * A fresh state memfd is checked for being all zero without reading it:
+ * reading its holes through a shared mapping would allocate every page
+ * of it, in the daemon's name (4 MiB for this 16 GiB region of 4 KiB
+ * pages, 256 MiB for a 1 TiB one).
+ */
+Test(control, register_reads_no_state_holes)
+{
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	struct ctl_shm		shm;
+	struct stat		st;
+	uint64_t		npages = 4ULL << 20;
+	int			sock, fds[3];
+
+	ctl_shm_make(&shm, npages * 4096);
+	fds[0] = shm.uffd;
+	fds[1] = shm.fd;
+	fds[2] = itest_state_memfd(npages);
+	sock = itest_raw_connect();
+	ctl_reg_msg(&reg, &shm, 5);
+	cr_assert_eq(proto_send(sock, &reg, sizeof(reg), fds, 3),
+	    (ssize_t)sizeof(reg));
+	cr_assert_eq(ctl_attacker_reply(sock, &m), 0);
+	cr_assert_eq(m.u.reply.error, 0, "%s", m.u.reply.text);
+	cr_assert_eq(fstat(fds[2], &st), 0);
+	cr_assert_leq((uint64_t)st.st_blocks * 512, 64 * 1024,
+	    "registering allocated %llu KiB of its %llu KiB page state",
+	    (unsigned long long)st.st_blocks / 2,
+	    (unsigned long long)(npages >> 10));
+	close(sock);
+	close(fds[2]);
+	close(shm.uffd);
+}
+
+#if HPZ_PROTOCOL_VERSION >= 5
+/* Status shows the limits in force and this uid's use of them. */
+Test(control, status_shows_limits_and_use)
+{
+	struct hpz_status	a, b;
+	struct hpz_region	r;
+	char			cmd[600], line[256];
+	FILE			*f;
+	int			found = 0;
+
+	cr_assert_eq(hpz_status(&a), 0, "%s", hpz_last_error());
+	cr_assert_gt(a.limit_region_pages, 0, "no default region_pages");
+	cr_assert_gt(a.limit_uid_state_bytes, 0, "no default state_bytes");
+	cr_assert_eq(a.limit_conn_regions, 1024);
+	cr_assert_lt(a.limit_region_pages, 1ULL << 28,
+	    "the default admits a 1 TiB region of 4 KiB pages");
+	cr_assert_eq(hpz_region_create(&r, 256 * 4096, HPZ_PAGE_SHMEM), 0);
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(hpz_status(&b), 0);
+	cr_assert_eq(b.uid_regions, a.uid_regions + 1);
+	cr_assert_eq(b.uid_bytes, a.uid_bytes + 256 * 4096);
+	cr_assert_eq(b.uid_state_bytes, a.uid_state_bytes +
+	    HPZ_STATE_SIZE(256));
+	snprintf(cmd, sizeof(cmd), "%s/client/hpzctl status",
+	    getenv("HPZ_BUILDDIR"));
+	cr_assert_not_null(f = popen(cmd, "r"));
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, "limits, a region:") != NULL &&
+		    strstr(line, "pages a region") != NULL)
+			found = 1;
+	pclose(f);
+	cr_assert(found, "hpzctl status shows no limits");
+	hpz_region_destroy(&r);
+}
+#endif
+
+/* ---- mremap of a whole region, and a daemon restart ---------------------- */
+
+struct ctl_daemon {
+	char	dir[64];
+	char	sock[128];
+	char	log[128];
+	char	conf[128];	/* settings file, "" for none */
+	pid_t	pid;
+};
+
+static void
+ctl_daemon_start(struct ctl_daemon *d)
+{
+	int	i, fd;
+
+	unlink(d->sock);
+	d->pid = fork();
+	cr_assert_geq(d->pid, 0);
+	if (d->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0)
+			dup2(fd, 2);
+		if (d->conf[0] != '\0')
+			execl(itest_daemon_path(), "hpzerod", "--socket",
+			    d->sock, "--workers", "2", "--config", d->conf,
+			    (char *)NULL);
+		else
+			execl(itest_daemon_path(), "hpzerod", "--socket",
+			    d->sock, "--workers", "2", (char *)NULL);
+		_exit(121);
+	}
+	for (i = 0; i < 500 && access(d->sock, F_OK) != 0; i++)
+		usleep(10 * 1000);
+	cr_assert_eq(access(d->sock, F_OK), 0, "hpzerod did not come up");
+}
+
+static void
+ctl_daemon_kill(struct ctl_daemon *d, int sig)
+{
+	int	status;
+
+	kill(d->pid, sig);
+	cr_assert_eq(waitpid(d->pid, &status, 0), d->pid);
+	d->pid = -1;
+}
+
+static void
+ctl_fill(void *p, size_t len, int v)
+{
+	memset(p, v, len);
+}
+
+Test(control, mremap_whole_region_then_reset_unregister_restart,
+    .timeout = 120)
+{
+	struct ctl_daemon	 d;
+	struct hpz_region	 r;
+	void			*to, *from;
+	size_t			 len = 256 * 4096, first;
+	int			 error;
+
+	memset(&d, 0, sizeof(d));
+	strcpy(d.dir, "/tmp/hpz-mv.XXXXXX");
+	cr_assert_not_null(mkdtemp(d.dir));
+	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
+	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
+	/* Only a daemon may serve: a fallback would hide a failed restore. */
+	setenv("HPZ_FALLBACK_MS", "600000", 1);
+	setenv("HPZ_SOCKET", d.sock, 1);
+	ctl_daemon_start(&d);
+
+	cr_assert_eq(hpz_region_create(&r, len, HPZ_PAGE_SHMEM), 0);
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	ctl_fill(r.addr, len, 0x5c);
+	/* Somewhere else, whole. */
+	to = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(to, MAP_FAILED);
+	from = r.addr;
+	r.addr = mremap(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+	cr_assert_eq(r.addr, to, "mremap: %s", strerror(errno));
+	cr_assert_eq(((unsigned char *)r.addr)[len - 1], 0x5c);
+
+	error = hpz_reset(&r);
+	cr_assert_eq(error, 0, "reset after the move: %d (%s)", error,
+	    hpz_last_error());
+	cr_assert_eq(itest_count_nonzero(r.addr, len, &first), 0,
+	    "after the reset: stale byte at %zu", first);
+	ctl_fill(r.addr, len, 0x6d);
+
+	/* The daemon dies and another comes: libhpz registers it again. */
+	ctl_daemon_kill(&d, SIGKILL);
+	ctl_daemon_start(&d);
+	error = hpz_reset(&r);
+	cr_assert_eq(error, 0, "reset after the restart: %d (%s)", error,
+	    hpz_last_error());
+	cr_assert_eq(itest_count_nonzero(r.addr, len, &first), 0,
+	    "after the restart and reset: stale byte at %zu", first);
+	ctl_fill(r.addr, len, 0x7e);
+	error = hpz_unregister(&r);
+	cr_assert_eq(error, 0, "unregister after the move: %d (%s)", error,
+	    hpz_last_error());
+	cr_assert_eq(itest_count_not(r.addr, len, 0x7e, &first), 0,
+	    "data lost at %zu after unregister", first);
+	hpz_region_destroy(&r);
+	ctl_daemon_kill(&d, SIGTERM);
+	unlink(d.log);
+	unlink(d.sock);
+	rmdir(d.dir);
+}
+
+#if HPZ_PROTOCOL_VERSION >= 5
+static void
+ctl_conf_write(const char *path, const char *text)
+{
+	FILE	*f;
+
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* [limits] region_pages and state_bytes, read again on SIGHUP. */
+Test(control, region_limits_reloaded_on_sighup, .timeout = 60)
+{
+	struct ctl_daemon	d;
+	struct hpz_status	st;
+	struct hpz_region	r;
+	int			error, i;
+
+	memset(&d, 0, sizeof(d));
+	strcpy(d.dir, "/tmp/hpz-lim.XXXXXX");
+	cr_assert_not_null(mkdtemp(d.dir));
+	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
+	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
+	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
+	ctl_conf_write(d.conf, "[limits]\nregion_pages = 16\n");
+	setenv("HPZ_SOCKET", d.sock, 1);
+	ctl_daemon_start(&d);
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	cr_assert_eq(st.limit_region_pages, 16);
+
+	cr_assert_eq(hpz_region_create(&r, 32 * 4096, HPZ_PAGE_SHMEM), 0);
+	error = hpz_register(&r);
+	cr_assert_eq(error, -EDQUOT, "32 pages over 16: %d (%s)", error,
+	    hpz_last_error());
+	cr_assert_not_null(strstr(hpz_last_error(), "[limits] region_pages"),
+	    "%s", hpz_last_error());
+
+	ctl_conf_write(d.conf, "[limits]\nregion_pages = 64\n"
+	    "state_bytes = 4200\n");
+	kill(d.pid, SIGHUP);
+	for (i = 0; i < 200; i++) {
+		cr_assert_eq(hpz_status(&st), 0);
+		if (st.limit_region_pages == 64)
+			break;
+		usleep(10 * 1000);
+	}
+	cr_assert_eq(st.limit_region_pages, 64, "SIGHUP not applied");
+	cr_assert_eq(st.limit_uid_state_bytes, 4200);
+	/* 32 pages fit now; their state (4096 + 32) fits 4200, twice not. */
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(hpz_status(&st), 0);
+	cr_assert_eq(st.uid_state_bytes, 4096 + 32);
+	{
+		struct hpz_region	r2;
+
+		cr_assert_eq(hpz_region_create(&r2, 32 * 4096,
+		    HPZ_PAGE_SHMEM), 0);
+		error = hpz_register(&r2);
+		cr_assert_eq(error, -EDQUOT, "second region: %d (%s)", error,
+		    hpz_last_error());
+		cr_assert_not_null(strstr(hpz_last_error(),
+		    "[limits] state_bytes"), "%s", hpz_last_error());
+		hpz_region_destroy(&r2);
+	}
+	hpz_region_destroy(&r);
+	ctl_daemon_kill(&d, SIGTERM);
+	unlink(d.conf);
+	unlink(d.log);
+	unlink(d.sock);
+	rmdir(d.dir);
+}
+#endif
