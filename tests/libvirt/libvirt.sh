@@ -69,8 +69,15 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
 	[ "$free" -ge $((MEM_MB / 2)) ] ||
 		skip "only $free free 2 MiB huge pages, $((MEM_MB / 2)) needed"
+	# libvirt (no systemd here) makes a "machine" cgroup in each
+	# hierarchy and leaves it, empty: take away those it made.
+	before=$(ls -d /sys/fs/cgroup/machine /sys/fs/cgroup/*/machine 2>/dev/null)
 	HPZ_LIBVIRT_NS=$dir unshare -m --propagation private "$0"
-	exit $?
+	rc=$?
+	for cg in $(ls -d /sys/fs/cgroup/machine /sys/fs/cgroup/*/machine 2>/dev/null); do
+		case " $(echo $before) " in *" $cg "*) ;; *) rmdir "$cg" 2>/dev/null ;; esac
+	done
+	exit $rc
 fi
 
 # --- inside the private mount namespace --------------------------------------
