@@ -157,12 +157,13 @@ vchild_serve(void *arg)
 		if (read(s->uffd, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
 		    m.event != UFFD_EVENT_PAGEFAULT)
 			continue;
+		/* Counted first: the copy wakes the faulting thread. */
+		__atomic_add_fetch(&s->faults, 1, __ATOMIC_RELEASE);
 		memset(&c, 0, sizeof(c));
 		c.dst = m.arg.pagefault.address & ~(uint64_t)(PAGE - 1);
 		c.src = (uintptr_t)s->src;
 		c.len = PAGE;
-		if (ioctl(s->uffd, UFFDIO_COPY, &c) == 0)
-			__atomic_add_fetch(&s->faults, 1, __ATOMIC_RELAXED);
+		(void)ioctl(s->uffd, UFFDIO_COPY, &c);
 	}
 	return (NULL);
 }
@@ -214,7 +215,7 @@ vchild_postcopy(void)
 	rc |= vchild_check(p, PAGE, 0x11, "data page 0, own uffd");
 	rc |= vchild_check(p + PAGE, PAGE, 0, "cleared page 1, own uffd");
 	rc |= vchild_check(p + 2 * PAGE, PAGE, 0x5c, "garbage page 2, own uffd");
-	if (__atomic_load_n(&s.faults, __ATOMIC_RELAXED) < 1)
+	if (__atomic_load_n(&s.faults, __ATOMIC_ACQUIRE) < 1)
 		rc |= vchild_fail("the child's own handler served no fault");
 
 	range.start = (uintptr_t)p;
