@@ -72,8 +72,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Two guests at once during a migration, a recycled file beside them.
-hp_reserve_2m $((MEM_MB + 32))
+# Two guests at once during a migration (one of them may be the recycled
+# file), and slack.
+hp_reserve_2m $((MEM_MB / 2 * 2 + 32))
 if [ "$(cat "$FREE")" -lt "$MEM_MB" ]; then
 	skip "only $(cat "$FREE") free 2 MiB huge pages, $MEM_MB needed"
 fi
@@ -341,11 +342,14 @@ balloon() {
 	fi
 }
 
+# The recycled file's pages count against what we reserved: at most one
+# file and two guests at a time.
 if recycle_file; then
 	postcopy postcopy-into-hpz plain "$MEMFD" "-f discard" "$FILE"
 else
 	WHY="a plain QEMU could not fill the hugetlbfs file"; fail recycle fill
 fi
+rm -f "$mnt/vm"
 postcopy postcopy-from-hpz - "$MEMFD" plain "$MEMFD"
 snapshot
 balloon balloon-memfd - "$MEMFD"
@@ -354,8 +358,8 @@ if recycle_file; then
 else
 	WHY="a plain QEMU could not fill the hugetlbfs file"; fail recycle fill
 fi
-balloon balloon-shmem - "$SHMEM"
 rm -f "$mnt/vm"
+balloon balloon-shmem - "$SHMEM"
 
 # served-after: a fresh guest under hpz-run still gets its faults served.
 f0=$(counter faults)
