@@ -1,10 +1,14 @@
 /*
  * qmp.c - a QMP client for the QEMU tests: connect to a monitor socket,
  * leave capability negotiation, run each command given, print what each
- * returned as one line of JSON.  Events are skipped.  Exit 0, or 1 with
- * QEMU's error (or ours) on stderr.
+ * returned as one line of JSON.  "sleep N" as a command waits N seconds.
+ * Events are skipped, but for -e NAME: each NAME event's data.status is
+ * printed as "NAME STATUS" when it comes, and after the last command qmp
+ * waits for one whose status ends a migration (completed, failed,
+ * cancelled, postcopy-paused).  Exit 0, or 1 with QEMU's error (or ours)
+ * on stderr.
  *
- *	qmp [-w seconds] socket command-json ...
+ *	qmp [-w seconds] [-e event] socket command-json ...
  */
 #include <errno.h>
 #include <poll.h>
@@ -21,8 +25,10 @@
 #define QMP_LINE_MAX	(1 << 20)
 #define QMP_REPLY_S	60	/* a command's reply: "did not hang" */
 
-static char	qmp_buf[QMP_LINE_MAX];
-static size_t	qmp_len;
+static char	 qmp_buf[QMP_LINE_MAX];
+static size_t	 qmp_len;
+static const char *qmp_event;	/* -e */
+static int	 qmp_ended;	/* a -e event ended the migration */
 
 static int
 qmp_connect(const char *path, int wait_s)
@@ -92,6 +98,47 @@ qmp_line(int fd)
 	}
 }
 
+/* An event: if it is the one asked for, print its status. */
+static void
+qmp_saw_event(struct json_object *o)
+{
+	struct json_object	*e, *d, *st;
+	const char		*status;
+
+	if (qmp_event == NULL || !json_object_object_get_ex(o, "event", &e) ||
+	    strcmp(json_object_get_string(e), qmp_event) != 0)
+		return;
+	status = json_object_object_get_ex(o, "data", &d) &&
+	    json_object_object_get_ex(d, "status", &st) ?
+	    json_object_get_string(st) : "?";
+	printf("%s %s\n", qmp_event, status);
+	fflush(stdout);
+	if (strcmp(status, "completed") == 0 || strcmp(status, "failed") == 0 ||
+	    strcmp(status, "cancelled") == 0 ||
+	    strcmp(status, "postcopy-paused") == 0)
+		qmp_ended = 1;
+}
+
+/* Wait for the event that ends a migration.  0, or 1. */
+static int
+qmp_wait_end(int fd)
+{
+	struct json_object	*o;
+	char			*line;
+
+	while (!qmp_ended) {
+		if ((line = qmp_line(fd)) == NULL)
+			return (1);
+		if ((o = json_tokener_parse(line)) == NULL) {
+			fprintf(stderr, "qmp: not JSON: %s\n", line);
+			return (1);
+		}
+		qmp_saw_event(o);
+		json_object_put(o);
+	}
+	return (0);
+}
+
 /* Send cmd; print its return value if asked.  0, or 1 on an error. */
 static int
 qmp_run(int fd, const char *cmd, int print)
@@ -126,7 +173,8 @@ qmp_run(int fd, const char *cmd, int print)
 			rc = 1;
 			break;
 		}
-		json_object_put(o);	/* an event, or the greeting */
+		qmp_saw_event(o);	/* an event, or the greeting */
+		json_object_put(o);
 	}
 	json_object_put(o);
 	return (rc);
@@ -137,8 +185,11 @@ main(int argc, char **argv)
 {
 	int	ch, fd, i, wait_s = 0;
 
-	while ((ch = getopt(argc, argv, "w:")) != -1) {
+	while ((ch = getopt(argc, argv, "e:w:")) != -1) {
 		switch (ch) {
+		case 'e':
+			qmp_event = optarg;
+			break;
 		case 'w':
 			wait_s = atoi(optarg);
 			break;
@@ -153,13 +204,20 @@ main(int argc, char **argv)
 	if (qmp_run(fd, "{\"execute\":\"qmp_capabilities\"}", 0) != 0)
 		return (1);
 	for (i = optind + 1; i < argc; i++) {
+		if (strncmp(argv[i], "sleep ", 6) == 0) {
+			sleep((unsigned int)atoi(argv[i] + 6));
+			continue;
+		}
 		if (qmp_run(fd, argv[i], 1) != 0)
 			return (1);
 		fflush(stdout);
 	}
+	if (qmp_event != NULL && qmp_wait_end(fd) != 0)
+		return (1);
 	close(fd);
 	return (0);
 usage:
-	fprintf(stderr, "usage: qmp [-w seconds] socket command-json ...\n");
+	fprintf(stderr, "usage: qmp [-w seconds] [-e event] socket "
+	    "command-json ...\n");
 	return (2);
 }

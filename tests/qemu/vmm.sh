@@ -188,6 +188,9 @@ recycle_file() {
 }
 
 CAPS='{"execute":"migrate-set-capabilities","arguments":{"capabilities":[{"capability":"postcopy-ram","state":true}]}}'
+# The source also reports each status change (MIGRATION events): polling
+# can miss a postcopy phase shorter than its interval.
+SRCCAPS='{"execute":"migrate-set-capabilities","arguments":{"capabilities":[{"capability":"postcopy-ram","state":true},{"capability":"events","state":true}]}}'
 # postcopy NAME SRCWRAP SRCBACKEND DSTWRAP DSTBACKEND
 postcopy() {
 	local name=$1 s d src=$1-src dst=$1-dst
@@ -201,19 +204,16 @@ postcopy() {
 		WHY="the source guest never filled its RAM"
 	# 8 MiB/s: the first pass alone would take 30 s, so the switch comes
 	# while precopy still has most of the RAM to send.
-	elif ! qmp -w 30 "$dir/$src.qmp" "$CAPS" \
+	elif ! timeout $BOUND "$B/tests/qemu/qmp" -w 30 -e MIGRATION \
+	    "$dir/$src.qmp" "$SRCCAPS" \
 	    '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":8388608}}' \
-	    "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$dir/$name.sock\"}}" >/dev/null; then
-		WHY="the source refused to migrate"
+	    "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"unix:$dir/$name.sock\"}}" \
+	    "sleep 1" '{"execute":"migrate-start-postcopy"}' \
+	    >"$dir/$name.events" 2>"$dir/$name.qmperr"; then
+		WHY="the migration did not run to its end: $(cat "$dir/$name.qmperr")"
 	fi
-	if [ -z "$WHY" ]; then
-		sleep 1
-		qmp "$dir/$src.qmp" '{"execute":"migrate-start-postcopy"}' >/dev/null ||
-			WHY="migrate-start-postcopy refused"
-	fi
-	if [ -z "$WHY" ]; then
-		watch "$src" || WHY="migration did not end in $BOUND s (statuses:$SEEN)"
-	fi
+	SEEN=$(awk '$1 == "MIGRATION" { printf " %s", $2 }' "$dir/$name.events")
+	[ -n "$WHY" ] && WHY="$WHY (statuses:$SEEN)"
 	if [ -z "$WHY" ]; then
 		case "$SEEN" in
 		*postcopy-active*completed) ;;
