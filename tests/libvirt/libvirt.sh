@@ -72,7 +72,9 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	# libvirt (no systemd here) makes a "machine" cgroup in each
 	# hierarchy and leaves it, empty: take away those it made.
 	before=$(ls -d /sys/fs/cgroup/machine /sys/fs/cgroup/*/machine 2>/dev/null)
-	HPZ_LIBVIRT_NS=$dir unshare -m --propagation private "$0"
+	# QEMU under TCG, libvirtd's start: heavy for 2 CPUs (see vmm.sh).
+	hp_alone
+	HPZ_LIBVIRT_NS=$dir unshare -m --propagation private "$0" 8>&-
 	rc=$?
 	for cg in $(ls -d /sys/fs/cgroup/machine /sys/fs/cgroup/*/machine 2>/dev/null); do
 		case " $(echo $before) " in *" $cg "*) ;; *) rmdir "$cg" 2>/dev/null ;; esac
