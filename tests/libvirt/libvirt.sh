@@ -62,7 +62,9 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	guest_build
 	rc=$?
 	[ $rc != 0 ] && exit $rc
-	if ! make -s -C "$B" install DESTDIR="$dir/root" >"$dir/install.log" 2>&1; then
+	# One install at a time: libtool relinks in the build tree (install.sh).
+	if ! flock "${HPZ_INSTALL_LOCK:-/tmp/hpz-install.lock}" \
+	    make -s -C "$B" install DESTDIR="$dir/root" >"$dir/install.log" 2>&1; then
 		cat "$dir/install.log"; die "make install DESTDIR=$dir/root"
 	fi
 	hp_reserve_2m $((MEM_MB / 2 + 16))

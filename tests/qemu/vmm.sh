@@ -93,7 +93,12 @@ sock=$dir/hpzerod.sock
 dpid=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 [ -S "$sock" ] || { echo "FAIL: hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1; }
-export HPZ_PRELOAD=$B/client/.libs/libhpz-preload.so
+# A copy of the preload library, taken while no install relinks it in
+# place (libtool does, and tests/install.sh and tests/libvirt run installs).
+flock "${HPZ_INSTALL_LOCK:-/tmp/hpz-install.lock}" \
+    cp "$B/client/.libs/libhpz-preload.so" "$dir/libhpz-preload.so" ||
+	{ echo "FAIL: cannot copy the preload library"; exit 1; }
+export HPZ_PRELOAD=$dir/libhpz-preload.so
 unset HPZ_RUN_FLAGS HPZ_RUN_MIN HPZ_RUN_NAME HPZ_RUN_EXCLUDE HPZ_RUN_FILE
 
 MEMFD="memory-backend-memfd,id=m,size=${MEM_MB}M,hugetlb=on,hugetlbsize=2M,share=on"
