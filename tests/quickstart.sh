@@ -84,6 +84,7 @@ check() {
 	make -s -j"$(nproc)" check || rc=$?
 	step "results in $dir"
 	for log in tests/unit/*.log tests/integration/*.log tests/systemd/*.log \
+	    tests/qemu/*.log tests/libvirt/*.log \
 	    tests/*.log; do
 		[ -f "$log" ] || continue
 		echo "--- ${log%.log}"
