@@ -420,7 +420,7 @@ preload_register(void *addr, size_t len, int fd, off64_t off, size_t page)
 	 * garbage while another process maps them (hpz_register(3)).
 	 */
 	if ((flags & HPZ_DISCARD) && (other = mappers_other(fd, (uint64_t)off,
-	    len, 0)) > 0) {
+	    len)) > 0) {
 		flags &= ~HPZ_DISCARD;
 		preload_say("hpz-run: [%d] pid %d maps the file of %s at %p "
 		    "too: registered without discard, its contents kept",

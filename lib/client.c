@@ -493,7 +493,7 @@ hpz_register(const struct hpz_region *region)
 		    "multiples of the backing page size %ld", page));
 	/* Garbage is guarded here only (mappers.c, hpz_register(3)). */
 	if ((region->flags & HPZ_DISCARD) && (other = mappers_other(region->fd,
-	    (uint64_t)region->offset, region->len, 0)) > 0)
+	    (uint64_t)region->offset, region->len)) > 0)
 		return (lib_fail(-EBUSY, "pid %d maps this range of the file "
 		    "too, where its garbage (HPZ_DISCARD) would be readable: "
 		    "unmap it there first, or register without HPZ_DISCARD",

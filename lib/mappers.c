@@ -71,12 +71,11 @@ mappers_pid(pid_t pid, const struct stat *sb, uint64_t off, uint64_t len)
 }
 
 /*
- * The first process other than this one (and than except, if not 0) that
- * maps part of [off, off+len) of the file open on fd; 0 if none is seen,
- * -1 (errno) if we cannot look.
+ * The first process other than this one that maps part of [off, off+len)
+ * of the file open on fd; 0 if none is seen, -1 (errno) if we cannot look.
  */
 pid_t
-mappers_other(int fd, uint64_t off, uint64_t len, pid_t except)
+mappers_other(int fd, uint64_t off, uint64_t len)
 {
 	struct dirent64	*e;
 	struct stat	 sb;
@@ -100,8 +99,7 @@ mappers_other(int fd, uint64_t off, uint64_t len, pid_t except)
 			if (*end != '\0' || errno != 0 || v <= 0)
 				continue;
 			pid = (pid_t)v;
-			if (pid != self && pid != except &&
-			    mappers_pid(pid, &sb, off, len))
+			if (pid != self && mappers_pid(pid, &sb, off, len))
 				found = pid;
 		}
 	}

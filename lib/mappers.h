@@ -8,6 +8,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-pid_t	mappers_other(int fd, uint64_t off, uint64_t len, pid_t except);
+pid_t	mappers_other(int fd, uint64_t off, uint64_t len);
 
 #endif /* HPZ_MAPPERS_H */

@@ -1,8 +1,8 @@
 #!/bin/bash
 # libvirt.sh - a libvirt guest under hpzerod, the way hpz-libvirt(7) says
 # to set it up: this build installed (make install into a scratch root,
-# bound over /usr/local), a domain whose <emulator> is the installed
-# hpz-qemu wrapper, guest RAM in 2 MiB huge pages from a shared memfd, and
+# bound over its prefix, /usr/local by default), a domain whose <emulator>
+# is the installed hpz-qemu wrapper, guest RAM in 2 MiB huge pages from a shared memfd, and
 # a real libvirtd 9 (Debian's libvirt-daemon-system) with its defaults:
 # QEMU runs as libvirt-qemu, in libvirt's private /dev and device cgroup.
 # The operator's additions are made in a private mount namespace, so the
@@ -67,6 +67,12 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	    make -s -C "$B" install DESTDIR="$dir/root" >"$dir/install.log" 2>&1; then
 		cat "$dir/install.log"; die "make install DESTDIR=$dir/root"
 	fi
+	# The prefix this build installs to; bound over it, the scratch root
+	# must not hide the system's own programs.
+	prefix=$(sed -n 's/^prefix=//p' "$B/lib/libhpz.pc")
+	case "$prefix" in
+	/|/usr|/usr/|"") skip "the build installs into $prefix: binding a scratch install over it would hide the system" ;;
+	esac
 	hp_reserve_2m $((MEM_MB / 2 + 16))
 	free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
 	[ "$free" -ge $((MEM_MB / 2)) ] ||
@@ -76,7 +82,8 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	before=$(ls -d /sys/fs/cgroup/machine /sys/fs/cgroup/*/machine 2>/dev/null)
 	# QEMU under TCG, libvirtd's start: heavy for 2 CPUs (see vmm.sh).
 	hp_alone
-	HPZ_LIBVIRT_NS=$dir unshare -m --propagation private "$0" 8>&-
+	HPZ_LIBVIRT_NS=$dir HPZ_LIBVIRT_PREFIX=$prefix \
+	    unshare -m --propagation private "$0" 8>&-
 	rc=$?
 	for cg in $(ls -d /sys/fs/cgroup/machine /sys/fs/cgroup/*/machine 2>/dev/null); do
 		case " $(echo $before) " in *" $cg "*) ;; *) rmdir "$cg" 2>/dev/null ;; esac
@@ -107,9 +114,20 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # What an operator installs: this build, at its prefix.
-mount --bind "$dir/root/usr/local" /usr/local || die "bind /usr/local"
-ldconfig -C "$dir/ld.so.cache" && mount --bind "$dir/ld.so.cache" /etc/ld.so.cache ||
-	die "ld.so.cache for /usr/local/lib"
+prefix=$HPZ_LIBVIRT_PREFIX
+# installed PATTERN: where make install put the file (without the root).
+installed() {
+	(cd "$dir/root" && find . -path "$1" | head -1 | sed 's/^\.//')
+}
+WRAPPER=$(installed "*/bin/hpz-qemu")
+HPZCTL=$(installed "*/bin/hpzctl")
+HPZEROD=$(installed "*/sbin/hpzerod")
+LIBDIR=$(dirname "$(installed "*/libhpz.so.0")")
+[ -n "$WRAPPER" ] && [ -n "$HPZCTL" ] && [ -n "$HPZEROD" ] && [ "$LIBDIR" != . ] ||
+	die "make install did not install hpz-qemu, hpzctl, hpzerod and libhpz.so.0"
+mkdir -p "$prefix" && mount --bind "$dir/root$prefix" "$prefix" || die "bind $prefix"
+ldconfig -C "$dir/ld.so.cache" "$LIBDIR" && mount --bind "$dir/ld.so.cache" /etc/ld.so.cache ||
+	die "ld.so.cache for $LIBDIR"
 # libvirt's state, private: /run, /var/{lib,cache,log}/libvirt, /etc/libvirt.
 mount -t tmpfs -o mode=0755 tmpfs /run || die "tmpfs on /run"
 mkdir -p /run/libvirt /run/hpzerod
@@ -152,7 +170,7 @@ hugetlbfs_mount = "$dir/hugepages"
 EOF
 
 # hpzerod on its default socket, which group hpz may use (hpzerod.socket).
-/usr/local/sbin/hpzerod --socket /run/hpzerod/hpzerod.sock --workers 2 \
+"$HPZEROD" --socket /run/hpzerod/hpzerod.sock --workers 2 \
     2>"$dir/hpzerod.log" &
 dpid=$!
 pids+=($dpid)
@@ -183,14 +201,14 @@ fail() {
 }
 
 # 1. libvirt's capability probing runs the wrapper.
-if virsh -q domcapabilities --emulatorbin /usr/local/bin/hpz-qemu \
+if virsh -q domcapabilities --emulatorbin "$WRAPPER" \
     --virttype qemu --arch x86_64 --machine pc >"$dir/domcaps.xml" 2>"$dir/domcaps.err" &&
-    grep -q '<path>/usr/local/bin/hpz-qemu</path>' "$dir/domcaps.xml" &&
+    grep -q "<path>$WRAPPER</path>" "$dir/domcaps.xml" &&
     grep -q "memory-backend-memfd\|<value>memfd</value>" "$dir/domcaps.xml"; then
-	pass "capabilities: libvirt probed /usr/local/bin/hpz-qemu"
+	pass "capabilities: libvirt probed $WRAPPER"
 else
 	cat "$dir/domcaps.err"
-	fail "capabilities: libvirt did not accept /usr/local/bin/hpz-qemu"
+	fail "capabilities: libvirt did not accept $WRAPPER"
 fi
 
 cp "$dir/guest/guest.elf" "$dir/guest.elf"
@@ -213,7 +231,7 @@ domain_xml() {
   </os>
   <on_poweroff>destroy</on_poweroff>
   <devices>
-    <emulator>/usr/local/bin/hpz-qemu</emulator>
+    <emulator>$WRAPPER</emulator>
     <serial type='file'>
       <source path='$dir/serial.log'/>
       <target port='0'/>
@@ -232,7 +250,7 @@ EOF
 
 # prom NAME: the sum of hpzctl prometheus' series NAME (any labels).
 prom() {
-	/usr/local/bin/hpzctl -s /run/hpzerod/hpzerod.sock prometheus |
+	"$HPZCTL" -s /run/hpzerod/hpzerod.sock prometheus |
 	    awk -v n="hpzerod_$1" '{ k = $1; sub(/\{.*/, "", k) }
 	    k == n { s += $2; seen = 1 } END { if (seen) print s }'
 }
@@ -261,7 +279,7 @@ boot() {
 	fi
 	if [ -z "$why" ]; then
 		f1=$(prom faults_total)
-		list=$(/usr/local/bin/hpzctl -s /run/hpzerod/hpzerod.sock prometheus 2>&1)
+		list=$("$HPZCTL" -s /run/hpzerod/hpzerod.sock prometheus 2>&1)
 		if ! grep -q "hpz-run: \[[0-9]*\] registered $MEM_MB MiB" \
 		    /var/log/libvirt/qemu/$DOMAIN.log; then
 			why="hpz-run registered no $MEM_MB MiB of guest RAM (QEMU's log)"
