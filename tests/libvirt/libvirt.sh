@@ -2,8 +2,9 @@
 # libvirt.sh - a libvirt guest under hpzerod, the way hpz-libvirt(7) says
 # to set it up: this build installed (make install into a scratch root,
 # bound over its prefix, /usr/local by default), a domain whose <emulator>
-# is the installed hpz-qemu wrapper, guest RAM in 2 MiB huge pages from a shared memfd, and
-# a real libvirtd 9 (Debian's libvirt-daemon-system) with its defaults:
+# is the installed hpz-qemu wrapper, guest RAM in 2 MiB huge pages from a
+# shared memfd, and a real libvirtd 9 (Debian's libvirt-daemon-system) with
+# its defaults:
 # QEMU runs as libvirt-qemu, in libvirt's private /dev and device cgroup.
 # The operator's additions are made in a private mount namespace, so the
 # host is not changed: group hpz with libvirt-qemu in it (/etc/group),
