@@ -15,9 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 #include "hpz.h"
 #include "runflags.h"
+#include "runselect.h"
 #include "size.h"
 
 #ifndef HPZ_PRELOAD_PATH
@@ -32,8 +35,8 @@ static void
 run_usage(FILE *f)
 {
 	fprintf(f,
-"usage: hpz-run [-hv] [-f flags] [-m min-size] [-s socket] [--] program\n"
-"               [args ...]\n"
+"usage: hpz-run [-hv] [-F fd] [-f flags] [-m min-size] [-n pattern]\n"
+"               [-s socket] [-x pattern] [--] program [args ...]\n"
 "\n"
 "Run program with its large MAP_SHARED hugetlbfs and shmem mappings (guest\n"
 "RAM) registered with hpzerod, so their pages are cleared by the daemon.\n"
@@ -43,6 +46,13 @@ run_usage(FILE *f)
 "                       (default: $HPZ_RUN_FLAGS, else none)\n"
 "  -m, --min-size SIZE  smallest mapping to register, bytes with an optional\n"
 "                       K, M, G or T suffix (default: $HPZ_RUN_MIN, else 64M)\n"
+"  -n, --name PATTERN   register only files whose name matches PATTERN\n"
+"                       (fnmatch; /memfd:NAME for a memfd, else the path);\n"
+"                       may be repeated\n"
+"  -x, --exclude PATTERN  never register files whose name matches PATTERN;\n"
+"                       may be repeated; wins over -n and -F\n"
+"  -F, --fd FD          register only the file open on FD (which program\n"
+"                       inherits), besides any -n; may be repeated\n"
 "  -s, --socket PATH    hpzerod's socket (default: $HPZ_SOCKET, else\n"
 "                       " HPZ_SOCKET_DEFAULT ")\n"
 "  -v, --verbose        print a line for each mapping registered\n"
@@ -234,6 +244,58 @@ run_preload_path(void)
 	return (abs);
 }
 
+/* Add a line to a list of lines (patterns, files); exits on no memory. */
+static void
+run_add_line(char **list, const char *line)
+{
+	char	*n;
+
+	if (asprintf(&n, "%s%s%s", *list != NULL ? *list : "",
+	    *list != NULL ? "\n" : "", line) == -1) {
+		fprintf(stderr, "hpz-run: out of memory\n");
+		exit(RUN_EXIT_CANNOT_EXEC);
+	}
+	free(*list);
+	*list = n;
+}
+
+/* A -n or -x pattern: one line, not empty. */
+static void
+run_add_pattern(char **list, const char *opt, const char *pat)
+{
+	if (*pat == '\0' || strchr(pat, '\n') != NULL)
+		run_usage_error("%s: a pattern must be one line, not empty", opt);
+	run_add_line(list, pat);
+}
+
+/* -F fd: the file open there, as DEV:INO; it must be hugetlbfs or shmem. */
+static void
+run_add_fd(char **list, const char *arg)
+{
+	struct statfs	 sfs;
+	char		*end, line[64];
+	long		 fd;
+
+	errno = 0;
+	fd = strtol(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0' || errno != 0 || fd < 0 ||
+	    fd > INT_MAX)
+		run_usage_error("-F: '%s' is not a file descriptor number", arg);
+	if (runselect_file_line((int)fd, line, sizeof(line)) == -1)
+		run_usage_error("-F %ld: %s (the fd must be open in hpz-run, "
+		    "for program to inherit)", fd, strerror(errno));
+	if (fstatfs((int)fd, &sfs) == -1 ||
+	    ((long)sfs.f_type != HUGETLBFS_MAGIC &&
+	    (long)sfs.f_type != TMPFS_MAGIC))
+		run_usage_error("-F %ld: not a hugetlbfs or shmem file: hpzerod "
+		    "cannot serve it", fd);
+	if (fcntl((int)fd, F_GETFD) & FD_CLOEXEC)
+		fprintf(stderr, "hpz-run: warning: -F %ld is close-on-exec: "
+		    "program will not have it, only files it opens itself "
+		    "match\n", fd);
+	run_add_line(list, line);
+}
+
 static void
 run_setenv(const char *name, const char *value)
 {
@@ -248,22 +310,35 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "exclude",	required_argument,	NULL, 'x' },
+		{ "fd",		required_argument,	NULL, 'F' },
 		{ "flags",	required_argument,	NULL, 'f' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "min-size",	required_argument,	NULL, 'm' },
+		{ "name",	required_argument,	NULL, 'n' },
 		{ "socket",	required_argument,	NULL, 's' },
 		{ "verbose",	no_argument,		NULL, 'v' },
 		{ NULL,		0,			NULL, 0 }
 	};
 	const char		*flags = NULL, *min = NULL, *sock = NULL;
 	char			*lib, *prog, cwd[PATH_MAX], buf[PATH_MAX + 32];
+	char			*names = NULL, *excludes = NULL, *files = NULL;
 	unsigned long long	 minval;
 	int			 ch, verbose = 0, error;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:f:hm:s:v", longopts,
+	while ((ch = getopt_long(argc, argv, "+:F:f:hm:n:s:vx:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
+		case 'F':
+			run_add_fd(&files, optarg);
+			break;
+		case 'n':
+			run_add_pattern(&names, "-n", optarg);
+			break;
+		case 'x':
+			run_add_pattern(&excludes, "-x", optarg);
+			break;
 		case 'f':
 			flags = optarg;
 			break;
@@ -323,6 +398,21 @@ main(int argc, char **argv)
 	}
 	if (verbose)
 		run_setenv("HPZ_RUN_VERBOSE", "1");
+	/* A selection given here replaces one in the environment. */
+	if (names != NULL || excludes != NULL || files != NULL) {
+		unsetenv(RUNSELECT_ENV_NAME);
+		unsetenv(RUNSELECT_ENV_EXCLUDE);
+		unsetenv(RUNSELECT_ENV_FILE);
+	}
+	if (names != NULL)
+		run_setenv(RUNSELECT_ENV_NAME, names);
+	if (excludes != NULL)
+		run_setenv(RUNSELECT_ENV_EXCLUDE, excludes);
+	if (files != NULL)
+		run_setenv(RUNSELECT_ENV_FILE, files);
+	free(names);
+	free(excludes);
+	free(files);
 
 	lib = run_preload_path();
 	run_set_preload(lib);

@@ -5,6 +5,15 @@
  * are unmapped, moved or mapped over.  Everything else passes untouched,
  * and a failure only ever costs the program hpzerod's help, never a
  * different mmap result or errno.
+ *
+ * A range has one userfaultfd.  When the program registers a uffd of its
+ * own on one of ours (QEMU's postcopy and background snapshot, and their
+ * probes), ours is handed over first: hpz_unregister, which drops the
+ * garbage from the file, then the program's ioctl; when the program lets
+ * go of the range (UFFDIO_UNREGISTER, or close of that uffd) we register
+ * it again, without HPZ_DISCARD.  Before the program passes the file of a
+ * region that may still hold garbage to another process (SCM_RIGHTS), the
+ * garbage is dropped the same way: only our uffd guards it.
  */
 #if defined(_FILE_OFFSET_BITS) && _FILE_OFFSET_BITS == 64
 #undef _FILE_OFFSET_BITS	/* we define both mmap and mmap64 */
@@ -12,6 +21,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -19,13 +30,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
+#include <linux/falloc.h>
 #include <linux/magic.h>
+#include <linux/userfaultfd.h>
 
 #include "hpz.h"
+#include "mappers.h"
 #include "runflags.h"
+#include "runselect.h"
 #include "size.h"
 
 #define PRELOAD_MIN_DEFAULT	(64UL << 20)
@@ -33,14 +52,21 @@
 
 /* A slot of the mapping table. */
 #define PRELOAD_FREE		0
-#define PRELOAD_PENDING		1	/* hpz_register in flight */
+#define PRELOAD_PENDING		1	/* a call to hpzerod in flight */
 #define PRELOAD_REGISTERED	2
+#define PRELOAD_HANDED		3	/* the program's own uffd has it */
 
 struct preload_map {
 	int		 state;
 	uintptr_t	 addr;
 	size_t		 len;
 	size_t		 page;
+	int		 fd;		/* our copy of the file, or -1 */
+	off64_t		 off;
+	unsigned int	 flags;		/* as registered */
+	dev_t		 dev;		/* the file, for SCM_RIGHTS */
+	ino_t		 ino;
+	int		 uffd;		/* HANDED: the program's uffd, or -1 */
 };
 
 /* The definitions ours hide, found with dlsym(RTLD_NEXT). */
@@ -48,14 +74,20 @@ static void	*(*real_mmap)(void *, size_t, int, int, int, off_t);
 static void	*(*real_mmap64)(void *, size_t, int, int, int, off64_t);
 static int	 (*real_munmap)(void *, size_t);
 static void	*(*real_mremap)(void *, size_t, size_t, int, ...);
+static int	 (*real_ioctl)(int, unsigned long, ...);
+static int	 (*real_close)(int);
+static ssize_t	 (*real_sendmsg)(int, const struct msghdr *, int);
 static int	 (*real_register)(const struct hpz_region *);
 
 static pthread_once_t		 preload_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t		 preload_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct preload_map	 preload_maps[PRELOAD_SLOTS];
 static int			 preload_used;	/* slots not free */
+static int			 preload_handed;	/* slots handed over */
+static int			 preload_discards;	/* registered discard */
 static size_t			 preload_min = PRELOAD_MIN_DEFAULT;
 static unsigned int		 preload_flags;
+static struct runselect		 preload_select;
 static int			 preload_verbose;
 static int			 preload_off;	/* given up for this process */
 static int			 preload_warned;
@@ -101,9 +133,17 @@ preload_size_text(size_t len, char *buf, size_t size)
 static void
 preload_atfork_child(void)
 {
+	int	i;
+
 	pthread_mutex_init(&preload_lock, NULL);
+	for (i = 0; i < PRELOAD_SLOTS; i++)
+		if (preload_maps[i].state != PRELOAD_FREE &&
+		    preload_maps[i].fd >= 0)
+			syscall(SYS_close, preload_maps[i].fd);
 	memset(preload_maps, 0, sizeof(preload_maps));
 	__atomic_store_n(&preload_used, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&preload_handed, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&preload_discards, 0, __ATOMIC_RELAXED);
 }
 
 /* The next definitions in line; any time, even before our constructor. */
@@ -117,6 +157,9 @@ preload_resolve(void)
 	real_mmap64 = (__typeof__(real_mmap64))dlsym(RTLD_NEXT, "mmap64");
 	real_munmap = (__typeof__(real_munmap))dlsym(RTLD_NEXT, "munmap");
 	real_mremap = (__typeof__(real_mremap))dlsym(RTLD_NEXT, "mremap");
+	real_ioctl = (__typeof__(real_ioctl))dlsym(RTLD_NEXT, "ioctl");
+	real_close = (__typeof__(real_close))dlsym(RTLD_NEXT, "close");
+	real_sendmsg = (__typeof__(real_sendmsg))dlsym(RTLD_NEXT, "sendmsg");
 	real_register = (__typeof__(real_register))dlsym(RTLD_NEXT,
 	    "hpz_register");
 	if (real_register != NULL && dladdr((void *)real_register, &info) != 0)
@@ -151,6 +194,14 @@ preload_init(void)
 		preload_say("hpz-run: HPZ_RUN_FLAGS: unknown flag '%s'; "
 		    "using none", bad);
 		preload_flags = 0;
+	}
+	if (runselect_init(&preload_select, getenv(RUNSELECT_ENV_NAME),
+	    getenv(RUNSELECT_ENV_EXCLUDE), getenv(RUNSELECT_ENV_FILE), bad,
+	    sizeof(bad)) != 0) {
+		/* A selection we cannot read must not widen to everything. */
+		preload_say("hpz-run: " RUNSELECT_ENV_FILE ": '%s' is not "
+		    "DEV:INO; registering nothing", bad);
+		preload_off = 1;
 	}
 	if ((s = getenv("HPZ_RUN_VERBOSE")) != NULL && *s != '\0' &&
 	    strcmp(s, "0") != 0)
@@ -188,6 +239,22 @@ preload_real_munmap(void *addr, size_t len)
 	return ((int)syscall(SYS_munmap, addr, len));
 }
 
+static int
+preload_real_ioctl(int fd, unsigned long req, void *arg)
+{
+	if (real_ioctl != NULL)
+		return (real_ioctl(fd, req, arg));
+	return ((int)syscall(SYS_ioctl, fd, req, arg));
+}
+
+static int
+preload_real_close(int fd)
+{
+	if (real_close != NULL)
+		return (real_close(fd));
+	return ((int)syscall(SYS_close, fd));
+}
+
 /* Whether this call may do our work: not a nested one, not too early. */
 static int
 preload_ready(void)
@@ -196,6 +263,16 @@ preload_ready(void)
 		return (0);
 	pthread_once(&preload_once, preload_resolve);
 	return (__atomic_load_n(&preload_started, __ATOMIC_ACQUIRE));
+}
+
+/* Was this call made from inside libhpz (its own uffds, its own maps)? */
+static int
+preload_from_libhpz(const void *caller)
+{
+	Dl_info	info;
+
+	return (preload_libhpz != NULL && caller != NULL &&
+	    dladdr(caller, &info) != 0 && info.dli_fbase == preload_libhpz);
 }
 
 /* Page size of a hugetlbfs or shmem file; 0 for any other. */
@@ -215,12 +292,14 @@ preload_page_size(int fd)
 
 /* Whether a mapping just made is one for hpzerod; its page size if so. */
 static size_t
-preload_wants(size_t len, int prot, int flags, int fd, off64_t off,
-    const void *caller)
+preload_wants(void *addr, size_t len, int prot, int flags, int fd,
+    off64_t off, const void *caller)
 {
-	Dl_info	 info;
-	size_t	 page;
-	int	 type = flags & MAP_TYPE;
+	struct stat	 sb;
+	const char	*why;
+	char		 name[PATH_MAX], sz[32];
+	size_t		 page;
+	int		 type = flags & MAP_TYPE;
 
 	if (__atomic_load_n(&preload_off, __ATOMIC_RELAXED))
 		return (0);
@@ -232,9 +311,22 @@ preload_wants(size_t len, int prot, int flags, int fd, off64_t off,
 	    (uint64_t)off % page != 0)
 		return (0);
 	/* libhpz's own (hpz_region_create): its caller registers them. */
-	if (preload_libhpz != NULL && caller != NULL &&
-	    dladdr(caller, &info) != 0 && info.dli_fbase == preload_libhpz)
+	if (preload_from_libhpz(caller))
 		return (0);
+	if (runselect_active(&preload_select)) {
+		if (fstat(fd, &sb) == -1)
+			return (0);
+		runselect_fd_name(fd, name, sizeof(name));
+		if (!runselect_match(&preload_select, name, sb.st_dev,
+		    sb.st_ino, &why)) {
+			if (preload_verbose)
+				preload_say("hpz-run: [%d] left %s at %p (%s) "
+				    "to the kernel: %s", (int)getpid(),
+				    preload_size_text(len, sz, sizeof(sz)),
+				    addr, name, why);
+			return (0);
+		}
+	}
 	return (page);
 }
 
@@ -263,14 +355,48 @@ preload_give_up(int error)
 	}
 }
 
+/* Forget a slot (preload_lock held); its copy of the file is closed. */
+static void
+preload_slot_free(struct preload_map *m)
+{
+	if (m->state == PRELOAD_HANDED)
+		__atomic_sub_fetch(&preload_handed, 1, __ATOMIC_RELAXED);
+	if (m->state == PRELOAD_REGISTERED && (m->flags & HPZ_DISCARD))
+		__atomic_sub_fetch(&preload_discards, 1, __ATOMIC_RELAXED);
+	if (m->fd >= 0)
+		preload_real_close(m->fd);
+	memset(m, 0, sizeof(*m));
+	m->fd = -1;
+	m->state = PRELOAD_FREE;
+	__atomic_sub_fetch(&preload_used, 1, __ATOMIC_RELAXED);
+}
+
+/* A slot's mapping, as hpz_register takes it. */
+static void
+preload_slot_region(const struct preload_map *m, struct hpz_region *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->addr = (void *)m->addr;
+	r->len = m->len;
+	r->fd = m->fd;
+	r->offset = (off_t)m->off;
+	r->flags = m->flags;
+}
+
 /* Register a fresh mapping; any failure leaves it to the kernel. */
 static void
 preload_register(void *addr, size_t len, int fd, off64_t off, size_t page)
 {
+	struct preload_map	*m;
 	struct hpz_region	 r;
+	struct stat		 sb;
+	unsigned int		 flags = preload_flags;
 	char			 fl[64], sz[32];
-	int			 slot, error;
+	int			 slot, error, copy;
+	pid_t			 other;
 
+	if (fstat(fd, &sb) == -1)
+		return;
 	pthread_mutex_lock(&preload_lock);
 	for (slot = 0; slot < PRELOAD_SLOTS; slot++)
 		if (preload_maps[slot].state == PRELOAD_FREE)
@@ -283,27 +409,53 @@ preload_register(void *addr, size_t len, int fd, off64_t off, size_t page)
 			    (int)getpid(), PRELOAD_SLOTS, len, addr);
 		return;
 	}
-	preload_maps[slot].state = PRELOAD_PENDING;
+	m = &preload_maps[slot];
+	m->state = PRELOAD_PENDING;
+	m->fd = -1;
 	__atomic_add_fetch(&preload_used, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&preload_lock);
+
+	/*
+	 * Garbage is guarded by our uffd only: never declare a file's pages
+	 * garbage while another process maps them (hpz_register(3)).
+	 */
+	if ((flags & HPZ_DISCARD) && (other = mappers_other(fd, (uint64_t)off,
+	    len)) > 0) {
+		flags &= ~HPZ_DISCARD;
+		preload_say("hpz-run: [%d] pid %d maps the file of %s at %p "
+		    "too: registered without discard, its contents kept",
+		    (int)getpid(), (int)other, preload_size_text(len, sz,
+		    sizeof(sz)), addr);
+	}
+	/* Ours, to register the range again after a hand-over. */
+	copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 
 	memset(&r, 0, sizeof(r));
 	r.addr = addr;
 	r.len = len;
 	r.fd = fd;
 	r.offset = (off_t)off;
-	r.flags = preload_flags;
+	r.flags = flags;
 	error = real_register(&r);
 
 	pthread_mutex_lock(&preload_lock);
 	if (error == 0) {
-		preload_maps[slot].addr = (uintptr_t)addr;
-		preload_maps[slot].len = len;
-		preload_maps[slot].page = page;
-		preload_maps[slot].state = PRELOAD_REGISTERED;
+		m->addr = (uintptr_t)addr;
+		m->len = len;
+		m->page = page;
+		m->fd = copy;
+		m->off = off;
+		m->flags = flags;
+		m->dev = sb.st_dev;
+		m->ino = sb.st_ino;
+		m->uffd = -1;
+		m->state = PRELOAD_REGISTERED;
+		if (flags & HPZ_DISCARD)
+			__atomic_add_fetch(&preload_discards, 1,
+			    __ATOMIC_RELAXED);
 	} else {
-		preload_maps[slot].state = PRELOAD_FREE;
-		__atomic_sub_fetch(&preload_used, 1, __ATOMIC_RELAXED);
+		m->fd = copy;
+		preload_slot_free(m);
 	}
 	pthread_mutex_unlock(&preload_lock);
 
@@ -315,7 +467,7 @@ preload_register(void *addr, size_t len, int fd, off64_t off, size_t page)
 			    (int)getpid(), preload_size_text(len, sz,
 			    sizeof(sz)), addr, fd,
 			    (long long)off, page >> 10,
-			    runflags_text(preload_flags, fl, sizeof(fl)));
+			    runflags_text(flags, fl, sizeof(fl)));
 		break;
 	case -EBUSY:
 		/* The program serves this range itself. */
@@ -351,7 +503,8 @@ preload_register(void *addr, size_t len, int fd, off64_t off, size_t page)
  * Unregister every region of ours that [addr, addr+len) touches, whole,
  * before the caller unmaps, moves or maps over any part of it.  A region
  * the kernel would refuse to cut there (a hugetlb range not aligned to its
- * page) is kept: the call fails with EINVAL and changes nothing.
+ * page) is kept: the call fails with EINVAL and changes nothing.  A range
+ * handed over to the program's uffd is only forgotten.
  */
 static void
 preload_release(const void *addr, size_t len)
@@ -373,20 +526,22 @@ preload_release(const void *addr, size_t len)
 		for (i = 0; i < PRELOAD_SLOTS; i++) {
 			struct preload_map	*m = &preload_maps[i];
 
-			if (m->state != PRELOAD_REGISTERED || end <= m->addr ||
+			if ((m->state != PRELOAD_REGISTERED &&
+			    m->state != PRELOAD_HANDED) || end <= m->addr ||
 			    start >= m->addr + m->len)
 				continue;
 			if ((start > m->addr && start % m->page != 0) ||
 			    (end < m->addr + m->len && end % m->page != 0))
 				continue;
 			gone = *m;
-			m->state = PRELOAD_FREE;
-			__atomic_sub_fetch(&preload_used, 1, __ATOMIC_RELAXED);
+			preload_slot_free(m);
 			break;
 		}
 		pthread_mutex_unlock(&preload_lock);
 		if (i == PRELOAD_SLOTS)
 			return;
+		if (gone.state == PRELOAD_HANDED)
+			continue;
 
 		memset(&r, 0, sizeof(r));
 		r.addr = (void *)gone.addr;
@@ -402,6 +557,193 @@ preload_release(const void *addr, size_t len)
 			preload_say("hpz-run: [%d] cannot unregister %s at %p: "
 			    "%s", (int)getpid(), preload_size_text(gone.len,
 			    sz, sizeof(sz)), r.addr, hpz_last_error());
+	}
+}
+
+/*
+ * The program is about to register its own uffd on [start, end): every
+ * region of ours there is unregistered first.  hpzerod drops its garbage
+ * from the file (holes read zero) and lets go of the range, so the
+ * program's uffd sees only data and holes.  How many went.
+ */
+static int
+preload_hand_over(int uffd, uintptr_t start, uintptr_t end)
+{
+	struct preload_map	*m;
+	struct hpz_region	 r;
+	char			 sz[32];
+	int			 i, error, n = 0;
+
+	for (i = 0; i < PRELOAD_SLOTS; i++) {
+		m = &preload_maps[i];
+		pthread_mutex_lock(&preload_lock);
+		if (m->state != PRELOAD_REGISTERED || end <= m->addr ||
+		    start >= m->addr + m->len) {
+			pthread_mutex_unlock(&preload_lock);
+			continue;
+		}
+		m->state = PRELOAD_PENDING;
+		if (m->flags & HPZ_DISCARD)
+			__atomic_sub_fetch(&preload_discards, 1,
+			    __ATOMIC_RELAXED);
+		preload_slot_region(m, &r);
+		pthread_mutex_unlock(&preload_lock);
+
+		error = hpz_unregister(&r);
+
+		pthread_mutex_lock(&preload_lock);
+		if (error == 0) {
+			m->state = PRELOAD_HANDED;
+			m->flags &= ~HPZ_DISCARD;
+			m->uffd = uffd;
+			__atomic_add_fetch(&preload_handed, 1,
+			    __ATOMIC_RELAXED);
+			n++;
+		} else {
+			m->state = PRELOAD_REGISTERED;
+			if (m->flags & HPZ_DISCARD)
+				__atomic_add_fetch(&preload_discards, 1,
+				    __ATOMIC_RELAXED);
+		}
+		pthread_mutex_unlock(&preload_lock);
+		if (error == 0 && preload_verbose)
+			preload_say("hpz-run: [%d] handed %s at %p over to the "
+			    "program's userfaultfd %d", (int)getpid(),
+			    preload_size_text(r.len, sz, sizeof(sz)), r.addr,
+			    uffd);
+		else if (error != 0)
+			preload_say("hpz-run: [%d] cannot hand %s at %p over to "
+			    "the program's userfaultfd (its UFFDIO_REGISTER "
+			    "will fail with EBUSY): %s", (int)getpid(),
+			    preload_size_text(r.len, sz, sizeof(sz)), r.addr,
+			    hpz_last_error());
+	}
+	return (n);
+}
+
+/*
+ * The program let go of ranges: of [start, end) (UFFDIO_UNREGISTER; both
+ * 0: none), or of everything its uffd closed held (closed; -1: none).
+ * Register what we handed over there again, as data: what the program
+ * placed meanwhile is kept, holes are filled with pages the kernel zeroes.
+ * A range still held by a uffd of the program (EBUSY) stays handed over
+ * until the next time.
+ */
+static void
+preload_take_back(int closed, uintptr_t start, uintptr_t end)
+{
+	struct preload_map	*m;
+	struct hpz_region	 r;
+	char			 sz[32];
+	int			 i, error;
+
+	for (i = 0; i < PRELOAD_SLOTS; i++) {
+		m = &preload_maps[i];
+		pthread_mutex_lock(&preload_lock);
+		if (m->state != PRELOAD_HANDED || (m->uffd >= 0 &&
+		    m->uffd != closed && (end <= m->addr ||
+		    start >= m->addr + m->len))) {
+			pthread_mutex_unlock(&preload_lock);
+			continue;
+		}
+		if (m->fd < 0) {
+			/* No copy of the file: the kernel keeps serving it. */
+			preload_slot_free(m);
+			pthread_mutex_unlock(&preload_lock);
+			continue;
+		}
+		m->state = PRELOAD_PENDING;
+		__atomic_sub_fetch(&preload_handed, 1, __ATOMIC_RELAXED);
+		preload_slot_region(m, &r);
+		pthread_mutex_unlock(&preload_lock);
+
+		error = real_register(&r);
+
+		pthread_mutex_lock(&preload_lock);
+		if (error == 0) {
+			m->state = PRELOAD_REGISTERED;
+			m->uffd = -1;
+		} else if (error == -EBUSY) {
+			m->state = PRELOAD_HANDED;
+			__atomic_add_fetch(&preload_handed, 1,
+			    __ATOMIC_RELAXED);
+			if (m->uffd == closed)
+				m->uffd = -1;
+		} else
+			preload_slot_free(m);
+		pthread_mutex_unlock(&preload_lock);
+		if (error == 0 && preload_verbose)
+			preload_say("hpz-run: [%d] took %s at %p back from the "
+			    "program's userfaultfd", (int)getpid(),
+			    preload_size_text(r.len, sz, sizeof(sz)), r.addr);
+		else if (error != 0 && error != -EBUSY)
+			preload_say("hpz-run: [%d] cannot register %s at %p "
+			    "again after the program's userfaultfd: %s; the "
+			    "kernel serves it", (int)getpid(),
+			    preload_size_text(r.len, sz, sizeof(sz)), r.addr,
+			    hpz_last_error());
+	}
+}
+
+/*
+ * The file open on fd goes to another process, which may map it where our
+ * uffd guards nothing: a region of that file that may still hold garbage
+ * (registered with discard) gives it up first, and is registered again
+ * as data.
+ */
+static void
+preload_settle(int fd)
+{
+	struct preload_map	*m;
+	struct hpz_region	 r;
+	struct stat		 sb;
+	char			 sz[32];
+	int			 i, error;
+
+	if (fstat(fd, &sb) == -1)
+		return;
+	for (i = 0; i < PRELOAD_SLOTS; i++) {
+		m = &preload_maps[i];
+		pthread_mutex_lock(&preload_lock);
+		if (m->state != PRELOAD_REGISTERED ||
+		    (m->flags & HPZ_DISCARD) == 0 || m->dev != sb.st_dev ||
+		    m->ino != sb.st_ino) {
+			pthread_mutex_unlock(&preload_lock);
+			continue;
+		}
+		m->state = PRELOAD_PENDING;
+		__atomic_sub_fetch(&preload_discards, 1, __ATOMIC_RELAXED);
+		preload_slot_region(m, &r);
+		pthread_mutex_unlock(&preload_lock);
+
+		/* The daemon drops the garbage from the file on unregister. */
+		if ((error = hpz_unregister(&r)) == 0) {
+			r.flags &= ~HPZ_DISCARD;
+			if (r.fd < 0 || (error = real_register(&r)) != 0)
+				error = error != 0 ? error : -EBADF;
+			pthread_mutex_lock(&preload_lock);
+			if (error == 0) {
+				m->flags = r.flags;
+				m->state = PRELOAD_REGISTERED;
+			} else
+				preload_slot_free(m);
+			pthread_mutex_unlock(&preload_lock);
+			preload_say("hpz-run: [%d] the file of %s at %p goes to "
+			    "another process: its garbage was dropped first%s",
+			    (int)getpid(), preload_size_text(r.len, sz,
+			    sizeof(sz)), r.addr, error == 0 ? "" :
+			    "; the kernel serves it from now on");
+			continue;
+		}
+		/* Still registered, garbage and all: it must not go. */
+		pthread_mutex_lock(&preload_lock);
+		m->state = PRELOAD_REGISTERED;
+		__atomic_add_fetch(&preload_discards, 1, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&preload_lock);
+		preload_say("hpz-run: [%d] the file of %s at %p goes to another "
+		    "process with garbage in it: cannot drop it: %s",
+		    (int)getpid(), preload_size_text(r.len, sz, sizeof(sz)),
+		    r.addr, hpz_last_error());
 	}
 }
 
@@ -422,8 +764,8 @@ preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		preload_release(addr, len);
 	errno = saved;
 	p = preload_real_mmap(addr, len, prot, flags, fd, off, is64);
-	if (p != MAP_FAILED &&
-	    (page = preload_wants(len, prot, flags, fd, off, caller)) != 0) {
+	if (p != MAP_FAILED && (page = preload_wants(p, len, prot, flags, fd,
+	    off, caller)) != 0) {
 		saved = errno;
 		preload_register(p, len, fd, off, page);
 		errno = saved;
@@ -485,6 +827,134 @@ mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		return (real_mremap(old, old_len, new_len, flags, new_addr));
 	return ((void *)syscall(SYS_mremap, old, old_len, new_len, flags,
 	    new_addr));
+}
+
+/*
+ * The range of a UFFDIO_REGISTER or UNREGISTER argument (both begin with
+ * one), read the way the kernel will: a bad pointer is the kernel's EFAULT
+ * to give, not a crash of ours.  0, or -1 if it cannot be read.
+ */
+static int
+preload_peek_range(const void *arg, struct uffdio_range *range)
+{
+	struct iovec	local, remote;
+
+	local.iov_base = range;
+	local.iov_len = sizeof(*range);
+	remote.iov_base = (void *)(uintptr_t)arg;
+	remote.iov_len = sizeof(*range);
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
+	    (ssize_t)sizeof(*range))
+		return (0);
+	if (errno == EFAULT || arg == NULL)
+		return (-1);
+	/* No process_vm_readv here (a filter): read it as the kernel will. */
+	memcpy(range, arg, sizeof(*range));
+	return (0);
+}
+
+/*
+ * The program's own userfaultfd: a UFFDIO_REGISTER on a range of ours
+ * takes it over (QEMU's postcopy, background snapshot and their probes),
+ * a UFFDIO_UNREGISTER gives it back.  Every other request goes straight
+ * on; libhpz's own calls too.
+ */
+int
+ioctl(int fd, unsigned long req, ...)
+{
+	struct uffdio_range	 range;
+	va_list			 ap;
+	void			*arg;
+	uintptr_t		 start, end;
+	int			 rc, saved = errno, handed = 0;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if ((req != UFFDIO_REGISTER && req != UFFDIO_UNREGISTER) ||
+	    !preload_ready() ||
+	    (req == UFFDIO_REGISTER &&
+	    __atomic_load_n(&preload_used, __ATOMIC_RELAXED) == 0) ||
+	    (req == UFFDIO_UNREGISTER &&
+	    __atomic_load_n(&preload_handed, __ATOMIC_RELAXED) == 0) ||
+	    preload_from_libhpz(__builtin_return_address(0)) ||
+	    preload_peek_range(arg, &range) != 0 || range.len == 0)
+		return (preload_real_ioctl(fd, req, arg));
+	start = (uintptr_t)range.start;
+	end = start + range.len < start ? UINTPTR_MAX :
+	    start + (uintptr_t)range.len;
+	preload_busy++;
+	if (req == UFFDIO_REGISTER)
+		handed = preload_hand_over(fd, start, end);
+	errno = saved;
+	rc = preload_real_ioctl(fd, req, arg);
+	saved = errno;
+	/* A probe that failed, or an unregister: ours again. */
+	if ((req == UFFDIO_REGISTER && rc == -1 && handed != 0) ||
+	    (req == UFFDIO_UNREGISTER && rc == 0))
+		preload_take_back(-1, start, end);
+	preload_busy--;
+	errno = saved;
+	return (rc);
+}
+
+/* Closing the program's uffd lets go of what it held (QEMU's WP probe). */
+int
+close(int fd)
+{
+	int	i, rc, saved, held = 0;
+
+	if (__atomic_load_n(&preload_handed, __ATOMIC_RELAXED) == 0 ||
+	    fd < 0 || !preload_ready() ||
+	    preload_from_libhpz(__builtin_return_address(0)))
+		return (preload_real_close(fd));
+	pthread_mutex_lock(&preload_lock);
+	for (i = 0; i < PRELOAD_SLOTS && !held; i++)
+		held = preload_maps[i].state == PRELOAD_HANDED &&
+		    preload_maps[i].uffd == fd;
+	pthread_mutex_unlock(&preload_lock);
+	rc = preload_real_close(fd);
+	if (held) {
+		saved = errno;
+		preload_busy++;
+		preload_take_back(fd, 0, 0);
+		preload_busy--;
+		errno = saved;
+	}
+	return (rc);
+}
+
+/* A file of a region that may hold garbage must not go out with garbage. */
+ssize_t
+sendmsg(int sock, const struct msghdr *msg, int flags)
+{
+	struct cmsghdr	*c;
+	const int	*fds;
+	size_t		 i, n;
+	int		 saved = errno;
+
+	if (msg != NULL && msg->msg_control != NULL &&
+	    msg->msg_controllen != 0 &&
+	    __atomic_load_n(&preload_discards, __ATOMIC_RELAXED) != 0 &&
+	    preload_ready()) {
+		preload_busy++;
+		for (c = CMSG_FIRSTHDR(msg); c != NULL;
+		    c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+			if (c->cmsg_level != SOL_SOCKET ||
+			    c->cmsg_type != SCM_RIGHTS ||
+			    c->cmsg_len < CMSG_LEN(0))
+				continue;
+			fds = (const int *)CMSG_DATA(c);
+			n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (i = 0; i < n; i++)
+				preload_settle(fds[i]);
+		}
+		preload_busy--;
+		errno = saved;
+	}
+	if (real_sendmsg != NULL)
+		return (real_sendmsg(sock, msg, flags));
+	return ((ssize_t)syscall(SYS_sendmsg, sock, msg, flags));
 }
 
 /*

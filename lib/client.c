@@ -25,6 +25,7 @@
 #include "libhpz.h"
 #include "hpz-protocol.h"
 #include "hpz-state.h"
+#include "mappers.h"
 
 #define LIB_REPLY_TIMEOUT_MS	60000
 /* How often a request waiting for the daemon (or the fallback) looks. */
@@ -596,6 +597,7 @@ hpz_register(const struct hpz_region *region)
 	long			 page;
 	int			 uffd = -1, sfd = -1, bfd = -1, fds[3], error;
 	int			 rezap;
+	pid_t			 other;
 
 	pthread_once(&lib_once, lib_init_once);
 	if ((error = lib_check_region(region)) != 0)
@@ -606,6 +608,13 @@ hpz_register(const struct hpz_region *region)
 	    (uint64_t)region->offset) % (uint64_t)page != 0)
 		return (lib_fail(-EINVAL, "address, length and offset must be "
 		    "multiples of the backing page size %ld", page));
+	/* Garbage is guarded here only (mappers.c, hpz_register(3)). */
+	if ((region->flags & HPZ_DISCARD) && (other = mappers_other(region->fd,
+	    (uint64_t)region->offset, region->len)) > 0)
+		return (lib_fail(-EBUSY, "pid %d maps this range of the file "
+		    "too, where its garbage (HPZ_DISCARD) would be readable: "
+		    "unmap it there first, or register without HPZ_DISCARD",
+		    (int)other));
 
 	pthread_mutex_lock(&lib_lock);
 	if (lib_overlaps((uintptr_t)region->addr, region->len)) {

@@ -6,7 +6,10 @@ set -u
 dest=$(mktemp -d /tmp/hpz-install.XXXXXX)
 trap 'rm -rf "$dest"' EXIT
 fail=0 pass=0
-if ! make -s -C "$HPZ_BUILDDIR" install DESTDIR="$dest" >"$dest.log" 2>&1; then
+# libtool relinks the preload library in place in the build tree while it
+# installs: tests that copy it (tests/qemu, tests/libvirt) take this lock.
+if ! flock "${HPZ_INSTALL_LOCK:-/tmp/hpz-install.lock}" \
+    make -s -C "$HPZ_BUILDDIR" install DESTDIR="$dest" >"$dest.log" 2>&1; then
 	cat "$dest.log"; rm -f "$dest.log"
 	echo "install: 0 passed, 1 failed"; exit 1
 fi

@@ -38,11 +38,21 @@ for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
 		missing="$missing $p"
 done
-if [ -n "$missing" ]; then
-	step "installing:$missing"
+# libvirt for tests/libvirt/libvirt.sh, without its recommends (dnsmasq,
+# firewall, more QEMU drivers): the test needs libvirtd and virsh only.
+pkgs_norec="libvirt-daemon-system libvirt-clients"
+missing_norec=
+for p in $pkgs_norec; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing_norec="$missing_norec $p"
+done
+if [ -n "$missing$missing_norec" ]; then
+	step "installing:$missing$missing_norec"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq $missing >/dev/null
+	[ -n "$missing" ] && apt-get install -y -qq $missing >/dev/null
+	[ -n "$missing_norec" ] &&
+		apt-get install -y -qq --no-install-recommends $missing_norec >/dev/null
 fi
 
 cd "$top"
@@ -74,6 +84,7 @@ check() {
 	make -s -j"$(nproc)" check || rc=$?
 	step "results in $dir"
 	for log in tests/unit/*.log tests/integration/*.log tests/systemd/*.log \
+	    tests/qemu/*.log tests/libvirt/*.log \
 	    tests/*.log; do
 		[ -f "$log" ] || continue
 		echo "--- ${log%.log}"

@@ -871,7 +871,7 @@ Test(run, command_line)
 	const char *const	badenv[] = { "HPZ_RUN_FLAGS=premap,nope",
 	    NULL };
 	const char *const	badsize[] = { "-m", "12Q", "true", NULL };
-	const char *const	badopt[] = { "-x", "true", NULL };
+	const char *const	badopt[] = { "-X", "true", NULL };
 	const char *const	help[] = { "-h", NULL };
 	const char *const	noprog[] = { "--", "/nonexistent/prog", NULL };
 	const char *const	nolib[] = { "HPZ_PRELOAD=/nonexistent.so",

@@ -11,6 +11,20 @@
  * it reads one 32-bit word of each of those pages, which must be zero, and
  * exits at once: no pattern pass.  vmstart.sh times that.
  *
+ * With "wait" (vmm.sh, libvirt.sh) it checks and fills the lower half of
+ * the range only, says so, and rewrites a word of each of those pages (so
+ * that a migration always has dirty pages to send) until a byte comes in
+ * on COM1; then every word of the lower half must hold the pattern and
+ * every word of the upper half, never touched, must read zero.
+ *
+ * With "balloon" (vmm.sh) it fills the lower half likewise, then drives
+ * the legacy virtio-balloon PCI device: once the host asks for
+ * BALLOON_PAGES 4 KiB pages (QMP balloon) it gives back 8 MiB of the
+ * filled half and 8 MiB of the untouched half, whole 2 MiB pages, and when
+ * the host gives them back (balloon to the full size) it takes them again.
+ * The pages given back must read zero, the rest of the lower half must
+ * still hold the pattern, the rest of the upper half zero.
+ *
  * Freestanding: no libc, no SSE, no 64-bit division, paging off.
  */
 #include <stdint.h>
@@ -41,7 +55,14 @@ enum guest_exit {
 	EXIT_NONZERO = 2,	/* a word read non-zero on first touch: 5 */
 	EXIT_PATTERN = 3,	/* the pattern did not read back: 7 */
 	EXIT_RANGE = 4,		/* nothing to check: 9 */
+	EXIT_DEVICE = 5,	/* no virtio-balloon, or it misbehaved: 11 */
+	EXIT_STALE = 6,		/* a page given back kept old bytes: 13 */
 };
+
+#define HUGE		(2u * MIB)
+#define BALLOON_CHUNK	(8u * MIB)	/* given back from each half */
+#define BALLOON_PAGES	(2u * BALLOON_CHUNK / PAGE)
+#define POLL_MAX	100000000u	/* "the device never answered" */
 
 struct mb_info {
 	uint32_t	flags;
@@ -99,6 +120,30 @@ inb(uint16_t port)
 	uint8_t	v;
 
 	__asm__ volatile ("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return (v);
+}
+
+static inline void
+outw(uint16_t port, uint16_t v)
+{
+	__asm__ volatile ("outw %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline uint16_t
+inw(uint16_t port)
+{
+	uint16_t	v;
+
+	__asm__ volatile ("inw %1, %0" : "=a"(v) : "Nd"(port));
+	return (v);
+}
+
+static inline uint32_t
+inl(uint16_t port)
+{
+	uint32_t	v;
+
+	__asm__ volatile ("inl %1, %0" : "=a"(v) : "Nd"(port));
 	return (v);
 }
 
@@ -227,6 +272,338 @@ touch_pages(uint32_t lo, uint32_t hi)
 	guest_exit(nonzero == 0 ? EXIT_OK : EXIT_NONZERO);
 }
 
+/* Non-zero words of [lo, hi) (a first touch, or memory never written). */
+static uint32_t
+count_nonzero(uint32_t lo, uint32_t hi, const char *what)
+{
+	volatile uint32_t	*w;
+	uint32_t		 a, n = 0;
+
+	for (a = lo; a < hi; a += 4) {
+		w = (volatile uint32_t *)a;
+		if (*w == 0)
+			continue;
+		if (n < 8) {
+			puts_("guest: ");
+			puts_(what);
+			puts_(": non-zero word at ");
+			puthex(a);
+			puts_(": ");
+			puthex(*w);
+			puts_("\n");
+		}
+		n++;
+	}
+	return (n);
+}
+
+static void
+fill(uint32_t lo, uint32_t hi)
+{
+	uint32_t	a;
+
+	for (a = lo; a < hi; a += 4)
+		*(volatile uint32_t *)a = a ^ PATTERN;
+}
+
+/* Words of [lo, hi) that do not hold the pattern. */
+static uint32_t
+count_unpatterned(uint32_t lo, uint32_t hi, const char *what)
+{
+	volatile uint32_t	*w;
+	uint32_t		 a, n = 0;
+
+	for (a = lo; a < hi; a += 4) {
+		w = (volatile uint32_t *)a;
+		if (*w == (a ^ PATTERN))
+			continue;
+		if (n < 8) {
+			puts_("guest: ");
+			puts_(what);
+			puts_(": pattern wrong at ");
+			puthex(a);
+			puts_(": ");
+			puthex(*w);
+			puts_("\n");
+		}
+		n++;
+	}
+	return (n);
+}
+
+/* The lower half's end: a 2 MiB boundary, so whole pages go to each. */
+static uint32_t
+half(uint32_t lo, uint32_t hi)
+{
+	return ((lo + (hi - lo) / 2 + HUGE - 1) & ~(HUGE - 1));
+}
+
+/* Check and fill [lo, mid): 0 if it read zero and then kept the pattern. */
+static uint32_t
+fill_half(uint32_t lo, uint32_t mid)
+{
+	uint32_t	nonzero, bad;
+
+	nonzero = count_nonzero(lo, mid, "first touch");
+	fill(lo, mid);
+	bad = count_unpatterned(lo, mid, "filled");
+	puts_("guest: filled ");
+	putdec((mid - lo) / PAGE);
+	puts_(" pages, ");
+	putdec(nonzero);
+	puts_(" non-zero words, pattern ");
+	puts_(bad == 0 ? "ok" : "BAD");
+	puts_("\n");
+	if (nonzero != 0)
+		guest_exit(EXIT_NONZERO);
+	if (bad != 0)
+		guest_exit(EXIT_PATTERN);
+	return (0);
+}
+
+static int
+serial_ready(void)
+{
+	return (inb(COM1 + 5) & 0x01);
+}
+
+/* Wait mode: dirty the lower half until a byte comes; then check both. */
+static void __attribute__((noreturn))
+wait_mode(uint32_t lo, uint32_t hi)
+{
+	uint32_t	mid = half(lo, hi), a, passes = 0, bad, nonzero;
+
+	fill_half(lo, mid);
+	puts_("guest: waiting for a byte on COM1\n");
+	while (!serial_ready()) {
+		for (a = lo; a < mid; a += PAGE) {
+			*(volatile uint32_t *)a = a ^ PATTERN;
+			if ((a & (64 * PAGE - 1)) == 0 && serial_ready())
+				break;
+		}
+		passes++;
+	}
+	(void)inb(COM1);
+	puts_("guest: woke after ");
+	putdec(passes);
+	puts_(" passes\n");
+	bad = count_unpatterned(lo, mid, "after the wait");
+	nonzero = count_nonzero(mid, hi, "never written");
+	puts_("guest: after the wait: ");
+	putdec((mid - lo) / PAGE);
+	puts_(" pages, ");
+	putdec(bad);
+	puts_(" words without the pattern; ");
+	putdec((hi - mid) / PAGE);
+	puts_(" pages never written, ");
+	putdec(nonzero);
+	puts_(" non-zero words\n");
+	if (bad != 0)
+		guest_exit(EXIT_PATTERN);
+	guest_exit(nonzero != 0 ? EXIT_NONZERO : EXIT_OK);
+}
+
+/* --- a legacy virtio-balloon PCI device, polled ----------------------- */
+
+#define PCI_ADDR		0xcf8
+#define PCI_DATA		0xcfc
+#define VIRTIO_VENDOR		0x1af4
+#define VIRTIO_BALLOON_LEGACY	0x1002
+/* Legacy virtio header in BAR 0 (no MSI-X), then the balloon's config. */
+#define VIO_GUEST_FEATURES	4
+#define VIO_QUEUE_PFN		8
+#define VIO_QUEUE_NUM		12
+#define VIO_QUEUE_SEL		14
+#define VIO_QUEUE_NOTIFY	16
+#define VIO_STATUS		18
+#define VIO_NUM_PAGES		20
+#define VIO_ACTUAL		24
+#define VQ_MAX			256
+
+struct vring_desc {
+	uint32_t	addr_lo, addr_hi;
+	uint32_t	len;
+	uint16_t	flags, next;
+};
+
+struct vq {
+	uint16_t			 num, last_used;
+	volatile struct vring_desc	*desc;
+	volatile uint16_t		*avail;	/* flags, idx, ring[] */
+	volatile uint16_t		*used;	/* flags, idx, {id, len}[] */
+};
+
+static uint8_t	vq_mem[2][4 * PAGE] __attribute__((aligned(4096)));
+static uint32_t	balloon_pfns[BALLOON_PAGES] __attribute__((aligned(4096)));
+
+static uint32_t
+pci_read(uint32_t bdf, uint32_t reg)
+{
+	outl(PCI_ADDR, 0x80000000u | bdf << 8 | (reg & 0xfc));
+	return (inl(PCI_DATA));
+}
+
+static void
+pci_write(uint32_t bdf, uint32_t reg, uint32_t v)
+{
+	outl(PCI_ADDR, 0x80000000u | bdf << 8 | (reg & 0xfc));
+	outl(PCI_DATA, v);
+}
+
+/* The balloon's I/O base on bus 0, with I/O and bus mastering on; or 0. */
+static uint16_t
+balloon_find(void)
+{
+	uint32_t	bdf, id, bar;
+
+	for (bdf = 0; bdf < 32 * 8; bdf++) {
+		id = pci_read(bdf, 0);
+		if ((id & 0xffff) != VIRTIO_VENDOR ||
+		    id >> 16 != VIRTIO_BALLOON_LEGACY)
+			continue;
+		bar = pci_read(bdf, 0x10);
+		if ((bar & 1) == 0)
+			return (0);
+		pci_write(bdf, 4, (pci_read(bdf, 4) & 0xffff) | 0x5);
+		return ((uint16_t)(bar & ~3u));
+	}
+	return (0);
+}
+
+static int
+vq_setup(struct vq *q, uint16_t io, uint16_t index)
+{
+	uint32_t	base = (uint32_t)vq_mem[index], i, used;
+
+	outw(io + VIO_QUEUE_SEL, index);
+	q->num = inw(io + VIO_QUEUE_NUM);
+	if (q->num == 0 || q->num > VQ_MAX)
+		return (-1);
+	for (i = 0; i < sizeof(vq_mem[0]); i++)
+		vq_mem[index][i] = 0;
+	used = (base + 16u * q->num + 6u + 2u * q->num + PAGE - 1) &
+	    ~(PAGE - 1);
+	q->desc = (volatile struct vring_desc *)base;
+	q->avail = (volatile uint16_t *)(base + 16u * q->num);
+	q->used = (volatile uint16_t *)used;
+	q->last_used = 0;
+	outl(io + VIO_QUEUE_PFN, base / PAGE);
+	return (0);
+}
+
+/* One buffer for the device to read; 0 once it says it is done. */
+static int
+vq_send(struct vq *q, uint16_t io, uint16_t index, const void *buf,
+    uint32_t len)
+{
+	uint32_t	i;
+	uint16_t	idx;
+
+	q->desc[0].addr_lo = (uint32_t)buf;
+	q->desc[0].addr_hi = 0;
+	q->desc[0].len = len;
+	q->desc[0].flags = 0;
+	q->desc[0].next = 0;
+	idx = q->avail[1];
+	q->avail[2 + idx % q->num] = 0;
+	__sync_synchronize();
+	q->avail[1] = (uint16_t)(idx + 1);
+	__sync_synchronize();
+	outw(io + VIO_QUEUE_NOTIFY, index);
+	for (i = 0; i < POLL_MAX && q->used[1] == q->last_used; i++)
+		;
+	if (q->used[1] == q->last_used)
+		return (-1);
+	q->last_used++;
+	return (0);
+}
+
+/*
+ * Balloon mode: fill the lower half; give back a chunk of each half when
+ * the host asks, take them back when it lets go; then every byte must be
+ * right: zero in what was given back, the pattern in the rest of the
+ * lower half, zero in the rest of the upper half.
+ */
+static void __attribute__((noreturn))
+balloon_mode(uint32_t lo, uint32_t hi)
+{
+	struct vq	inflate, deflate;
+	uint32_t	mid = half(lo, hi), a, b, i, stale, bad, nonzero;
+	uint16_t	io;
+
+	a = (lo + HUGE - 1) & ~(HUGE - 1);
+	b = mid;
+	if (a + BALLOON_CHUNK > mid || b + BALLOON_CHUNK > hi) {
+		puts_("guest: too little RAM for the balloon chunks\n");
+		guest_exit(EXIT_RANGE);
+	}
+	fill_half(lo, mid);
+	if ((io = balloon_find()) == 0) {
+		puts_("guest: no legacy virtio-balloon PCI device\n");
+		guest_exit(EXIT_DEVICE);
+	}
+	outb(io + VIO_STATUS, 0);		/* reset */
+	outb(io + VIO_STATUS, 1 | 2);		/* acknowledge, driver */
+	outl(io + VIO_GUEST_FEATURES, 0);
+	if (vq_setup(&inflate, io, 0) != 0 || vq_setup(&deflate, io, 1) != 0) {
+		puts_("guest: balloon queues unusable\n");
+		guest_exit(EXIT_DEVICE);
+	}
+	outb(io + VIO_STATUS, 1 | 2 | 4);	/* driver ok */
+	for (i = 0; i < BALLOON_PAGES / 2; i++) {
+		balloon_pfns[i] = a / PAGE + i;
+		balloon_pfns[BALLOON_PAGES / 2 + i] = b / PAGE + i;
+	}
+	puts_("guest: balloon ready at io ");
+	puthex(io);
+	puts_("; waiting for the host to ask for ");
+	putdec(BALLOON_PAGES);
+	puts_(" pages\n");
+	while (inl(io + VIO_NUM_PAGES) < BALLOON_PAGES)
+		;
+	if (vq_send(&inflate, io, 0, balloon_pfns, sizeof(balloon_pfns)) != 0) {
+		puts_("guest: the balloon did not take the pages\n");
+		guest_exit(EXIT_DEVICE);
+	}
+	outl(io + VIO_ACTUAL, BALLOON_PAGES);
+	puts_("guest: gave back 8 MiB at ");
+	puthex(a);
+	puts_(" (filled) and 8 MiB at ");
+	puthex(b);
+	puts_(" (never written)\n");
+	while (inl(io + VIO_NUM_PAGES) != 0)
+		;
+	if (vq_send(&deflate, io, 1, balloon_pfns, sizeof(balloon_pfns)) != 0) {
+		puts_("guest: the balloon did not give the pages back\n");
+		guest_exit(EXIT_DEVICE);
+	}
+	outl(io + VIO_ACTUAL, 0);
+	puts_("guest: took them back\n");
+
+	stale = count_nonzero(a, a + BALLOON_CHUNK, "given back (filled)");
+	stale += count_nonzero(b, b + BALLOON_CHUNK, "given back (unwritten)");
+	bad = count_unpatterned(lo, a, "kept") +
+	    count_unpatterned(a + BALLOON_CHUNK, mid, "kept");
+	nonzero = count_nonzero(b + BALLOON_CHUNK, hi, "never written");
+	/* Reused: written and read back. */
+	fill(a, a + BALLOON_CHUNK);
+	fill(b, b + BALLOON_CHUNK);
+	bad += count_unpatterned(a, a + BALLOON_CHUNK, "reused") +
+	    count_unpatterned(b, b + BALLOON_CHUNK, "reused");
+	puts_("guest: after the balloon: ");
+	putdec(stale);
+	puts_(" non-zero words given back, ");
+	putdec(bad);
+	puts_(" words without the pattern, ");
+	putdec(nonzero);
+	puts_(" non-zero words never written\n");
+	if (stale != 0)
+		guest_exit(EXIT_STALE);
+	if (bad != 0)
+		guest_exit(EXIT_PATTERN);
+	guest_exit(nonzero != 0 ? EXIT_NONZERO : EXIT_OK);
+}
+
 /* The first few runs of pages that held non-zero words. */
 static void
 print_run(uint32_t from, uint32_t to, uint32_t top, uint32_t nth)
@@ -349,6 +726,10 @@ guest_main(uint32_t magic, const struct mb_info *mbi)
 	}
 	if (has_word(mbi, "touch"))
 		touch_pages(lo, hi);
+	if (has_word(mbi, "wait"))
+		wait_mode(lo, hi);
+	if (has_word(mbi, "balloon"))
+		balloon_mode(lo, hi);
 	pages = (hi - lo) / PAGE;
 
 	/* First touch: every word reads zero.  Runs of dirty pages: below. */
