@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +17,88 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <linux/memfd.h>
 
 #include <criterion/criterion.h>
 
 #include "itest.h"
 
 #define PD_PAGE		(2 * MiB)
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
+#endif
+
+/* --- a program under hpz-run: this binary, before criterion starts ------- */
+
+/* Does fd's /proc link name the pool's memfd? */
+static int
+pc_is_pool(int fd)
+{
+	char	path[64], link[256];
+	ssize_t	n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if ((n = readlink(path, link, sizeof(link) - 1)) <= 0)
+		return (0);
+	link[n] = '\0';
+	return (strstr(link, "memfd:hpz-pool") != NULL);
+}
+
+/* What QEMU does with its memory-backend-memfd; exit codes say what broke. */
+static int
+pc_memfd(int sealing)
+{
+	unsigned char	*p;
+	size_t		 first;
+	int		 fd, fl;
+
+	fd = memfd_create("itest-pool", MFD_HUGETLB | MFD_HUGE_2MB |
+	    (sealing ? MFD_ALLOW_SEALING | MFD_CLOEXEC : 0));
+	if (fd < 0)
+		return (10);
+	if (ftruncate(fd, (off_t)(24 * MiB)) != 0)
+		return (11);
+	if (!pc_is_pool(fd))
+		return (12);
+	fl = fcntl(fd, F_GETFD);
+	if (fl < 0 || ((fl & FD_CLOEXEC) != 0) != sealing)
+		return (13);
+	if (sealing) {
+		if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK |
+		    F_SEAL_SEAL) != 0)
+			return (14);
+	} else if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW) != -1 ||
+	    errno != EPERM || fcntl(fd, F_GET_SEALS) != F_SEAL_SEAL)
+		return (15);
+	p = mmap(NULL, 24 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return (16);
+	if (itest_count_nonzero(p, 24 * MiB, &first) != 0)
+		return (17);
+	memset(p, 0x11, 24 * MiB);
+	return (0);
+}
+
+__attribute__((constructor))
+static void
+pc_main(void)
+{
+	const char	*mode = getenv("HPZ_ITEST_POOL_CHILD");
+	int		 fd;
+
+	if (mode == NULL)
+		return;
+	if (strcmp(mode, "sealing") == 0)
+		_exit(pc_memfd(1));
+	if (strcmp(mode, "nosealing") == 0)
+		_exit(pc_memfd(0));
+	if (strcmp(mode, "probe") == 0) {
+		/* QEMU's qemu_memfd_check: made and closed, never sized. */
+		fd = memfd_create("test", MFD_HUGETLB | MFD_CLOEXEC);
+		_exit(fd >= 0 && close(fd) == 0 ? 0 : 10);
+	}
+	_exit(99);
+}
 
 /* A daemon of the test's own. */
 struct pd {
@@ -598,5 +675,75 @@ Test(pool, sighup_resizes_and_turns_it_off)
 	cr_assert_eq(pd_wait_ready(0).enabled, 0);
 	fd = hpz_pool_take(0, HPZ_PAGE_2M, "off", &ready);
 	cr_assert_eq(fd, -ENOENT, "%d: %s", fd, hpz_last_error());
+	pd_stop(&d);
+}
+
+/* Run this binary under hpz-run in a pc_main mode; its exit status. */
+static int
+pd_run_child(struct pd *d, const char *mode)
+{
+	char	self[PATH_MAX], run[PATH_MAX], pre[PATH_MAX], libs[PATH_MAX];
+	char	asan[512];
+	const char *dir = getenv("HPZ_BUILDDIR"), *old;
+	ssize_t	n;
+	pid_t	pid;
+	int	status, fd;
+
+	cr_assert_not_null(dir);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	cr_assert_gt(n, 0);
+	self[n] = '\0';
+	snprintf(run, sizeof(run), "%s/client/hpz-run", dir);
+	snprintf(pre, sizeof(pre), "%s/client/.libs/libhpz-preload.so", dir);
+	snprintf(libs, sizeof(libs), "%s/lib/.libs", dir);
+	old = getenv("ASAN_OPTIONS");
+	snprintf(asan, sizeof(asan), "%s%sverify_asan_link_order=0",
+	    old != NULL ? old : "", old != NULL ? ":" : "");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		fd = open(d->log, O_WRONLY | O_APPEND);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		setenv("HPZ_ITEST_POOL_CHILD", mode, 1);
+		setenv("HPZ_PRELOAD", pre, 1);
+		setenv("LD_LIBRARY_PATH", libs, 1);
+		setenv("ASAN_OPTIONS", asan, 1);
+		unsetenv("HPZ_RUN_FLAGS");
+		execl(run, "hpz-run", "-v", "-m", "2M", "-s", d->sock, "--",
+		    self, (char *)NULL);
+		_exit(98);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "child %s: status 0x%x", mode, status);
+	return (WEXITSTATUS(status));
+}
+
+Test(pool, hpz_run_memfd_becomes_a_pool_file)
+{
+	struct pd		d;
+	struct hpz_pool_info	p0, p1;
+	int			rc;
+
+	itest_need_pages(2048, 8 + 12 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 16M\nreserve_2m = 16M\n");
+	p0 = pd_wait_ready(8);
+	/* 12: the pool file's seal emulation, 13 its close-on-exec. */
+	rc = pd_run_child(&d, "sealing");
+	cr_assert_eq(rc, 0, "sealing memfd: exit %d (10 memfd_create, 11 "
+	    "ftruncate, 12 not a pool file, 13 FD_CLOEXEC, 14 QEMU's seals, "
+	    "16 mmap, 17 not zero)", rc);
+	p1 = pd_wait_ready(8);
+	cr_assert_eq(p1.handouts, p0.handouts + 1);
+	rc = pd_run_child(&d, "nosealing");
+	cr_assert_eq(rc, 0, "memfd without MFD_ALLOW_SEALING: exit %d (15: "
+	    "it took a seal)", rc);
+	p0 = pd_wait_ready(8);
+	cr_assert_eq(p0.handouts, p1.handouts + 1);
+	cr_assert_eq(pd_run_child(&d, "probe"), 0);
+	p1 = pd_pool();
+	cr_assert_eq(p1.handouts, p0.handouts, "a probe took a pool file");
 	pd_stop(&d);
 }
