@@ -171,7 +171,9 @@ preload_init(void)
 		    "using none", bad);
 		preload_flags = 0;
 	}
-	preload_nopool = (preload_flags & RUNFLAG_NOPOOL) != 0;
+	preload_nopool = (preload_flags & RUNFLAG_NOPOOL) != 0 ||
+	    ((s = getenv("HPZ_NO_POOL")) != NULL && *s != '\0' &&
+	    strcmp(s, "0") != 0);
 	preload_flags &= ~RUNFLAG_NOPOOL;
 	if ((s = getenv("HPZ_RUN_VERBOSE")) != NULL && *s != '\0' &&
 	    strcmp(s, "0") != 0)
@@ -669,7 +671,8 @@ preload_pool_swap(int fd, off64_t len)
 	    st.st_size != 0 || (seals != 0 && seals != F_SEAL_SEAL))
 		return;
 	if ((pfd = hpz_pool_take(0, mine.page, mine.name, &ready)) < 0) {
-		if (preload_verbose)
+		/* ENOENT: the pool is off; not worth a line. */
+		if (preload_verbose && pfd != -ENOENT)
 			preload_say("hpz-run: [%d] memfd '%s': no pool file: "
 			    "%s", (int)getpid(), mine.name, hpz_last_error());
 		return;
