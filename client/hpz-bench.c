@@ -1156,8 +1156,9 @@ bench_region_new(struct bench *b, struct bench_case *c, int run,
 	int	 error;
 
 	memset(reg, 0, sizeof *reg);
-	if ((error = hpz_region_create(reg, c->size, c->page->hpzflag)) !=
-	    0) {
+	/* Fresh memory, as these modes mean: the pool has modes of its own. */
+	if ((error = hpz_region_create(reg, c->size, c->page->hpzflag |
+	    HPZ_NO_POOL)) != 0) {
 		if (error == -ENOMEM) {
 			bench_skip(c, "no room for the hpzerod region in the"
 			    " %s pool in run %d", c->page->human, run);
