@@ -337,8 +337,9 @@ pool_step(struct pool *p)
 
 	if (now - p->host_at > POOL_HOST_NS || p->since_host >= POOL_BATCH)
 		pool_host(p, now);
+	/* Unclaimed, the file is not ours to look at: its level is. */
 	act = pool_decide(atomic_load(&pool_on), p->avail, p->node_free,
-	    atomic_load(&pool_reserve[p->psi]), p->pages,
+	    atomic_load(&pool_reserve[p->psi]), atomic_load(&p->ready),
 	    atomic_load(&p->target), &n);
 	if (act == POOL_NONE || (act == POOL_FILL && now < p->backoff))
 		return (0);
