@@ -247,6 +247,7 @@ pool_claim(struct pool *p)
 static void
 pool_release(struct pool *p)
 {
+	atomic_store(&p->host_avail, p->avail);
 	atomic_store(&p->ready, p->pages);
 	atomic_store(&p->state, POOL_IDLE);
 	if (atomic_exchange(&p->want, 0))

@@ -509,11 +509,12 @@ Test(pool, stops_at_the_reserve)
 		    same + 1 : 0;
 		p = q;
 	}
+	/* (Others may free pages meanwhile: the pool may then hold more.) */
 	cr_assert_gt(p.ready_pages, 0, "the pool took nothing");
-	cr_assert_lt(p.ready_pages, 32, "the pool filled past the reserve "
-	    "(%llu pages, the host had %ld free and keeps %llu)",
-	    p.ready_pages, avail, p.reserve_pages);
-	cr_assert_geq(p.host_avail_pages, p.reserve_pages);
+	cr_assert_geq(p.host_avail_pages, p.reserve_pages, "the pool filled "
+	    "past the reserve (%llu pages; the host had %ld free, has %llu, "
+	    "keeps %llu)", p.ready_pages, avail, p.host_avail_pages,
+	    p.reserve_pages);
 	pd_stop(&d);
 }
 
