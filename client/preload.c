@@ -74,6 +74,7 @@ static int			 preload_warned;
 static int			 preload_started;	/* constructor done */
 static void			*preload_libhpz;	/* base of libhpz.so */
 static int			 preload_nopool;	/* -f nopool */
+static int			 preload_ncandidates;	/* memfds not sized yet */
 
 /* Set while this thread is inside a wrapper: calls made meanwhile pass. */
 static __thread int preload_busy __attribute__((tls_model("initial-exec")));
@@ -439,6 +440,7 @@ preload_release(const void *addr, size_t len)
 }
 
 static int	preload_pool_map(void *, size_t, int, off64_t);
+static void	preload_pool_forget(int);
 
 static void *
 preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
@@ -455,6 +457,10 @@ preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 	/* A fixed mapping replaces what was there, registration and all. */
 	if ((flags & MAP_FIXED) != 0)
 		preload_release(addr, len);
+	/* A memfd mapped before it is sized keeps its own file. */
+	if (fd >= 0 &&
+	    __atomic_load_n(&preload_ncandidates, __ATOMIC_RELAXED) != 0)
+		preload_pool_forget(fd);
 	errno = saved;
 	p = preload_real_mmap(addr, len, prot, flags, fd, off, is64);
 	if (p != MAP_FAILED &&
@@ -547,7 +553,6 @@ struct preload_memfd {
 };
 
 static struct preload_memfd	 preload_memfds[PRELOAD_MEMFDS];
-static int			 preload_ncandidates;	/* state 1 */
 
 /* HPZ_PAGE_* of a memfd_create(MFD_HUGETLB) size, or -1. */
 static int
@@ -641,6 +646,20 @@ memfd_create(const char *name, unsigned int flags)
 	preload_busy--;
 	errno = saved;
 	return (fd);
+}
+
+/* fd is mapped (or used) as it is: it must stay the program's own file. */
+static void
+preload_pool_forget(int fd)
+{
+	struct preload_memfd	*m;
+
+	pthread_mutex_lock(&preload_lock);
+	if ((m = preload_memfd_find(fd, 1)) != NULL) {
+		m->state = 0;
+		__atomic_sub_fetch(&preload_ncandidates, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&preload_lock);
 }
 
 /*
