@@ -93,21 +93,27 @@ pc_main(void)
 	if (strcmp(mode, "nosealing") == 0)
 		_exit(pc_memfd(0));
 	if (strcmp(mode, "mapfirst") == 0) {
-		/* Mapped before it is sized: it must stay the same file. */
-		unsigned char	*a, *b;
+		/*
+		 * Mapped before it is sized: it must stay the same file.  (A
+		 * writable hugetlbfs mapping sets the size itself; a read-only
+		 * one does not.)
+		 */
+		volatile unsigned char	*a, *b;
 
 		fd = memfd_create("itest-pool", MFD_HUGETLB | MFD_HUGE_2MB);
 		if (fd < 0)
 			_exit(10);
-		a = mmap(NULL, 24 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED,
-		    fd, 0);
+		a = mmap(NULL, 24 * MiB, PROT_READ, MAP_SHARED, fd, 0);
 		if (a == MAP_FAILED || ftruncate(fd, (off_t)(24 * MiB)) != 0)
 			_exit(11);
 		if (pc_is_pool(fd))
 			_exit(12);
-		a[5 * MiB] = 0x77;
-		b = mmap(NULL, 24 * MiB, PROT_READ, MAP_SHARED, fd, 0);
-		_exit(b != MAP_FAILED && b[5 * MiB] == 0x77 ? 0 : 13);
+		b = mmap(NULL, 24 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, 0);
+		if (b == MAP_FAILED)
+			_exit(13);
+		b[5 * MiB] = 0x77;
+		_exit(a[5 * MiB] == 0x77 ? 0 : 14);
 	}
 	if (strcmp(mode, "probe") == 0) {
 		/* QEMU's qemu_memfd_check: made and closed, never sized. */
@@ -792,7 +798,7 @@ Test(pool, hpz_run_memfd_becomes_a_pool_file)
 	cr_assert_eq(p1.handouts, p0.handouts, "a probe took a pool file");
 	rc = pd_run_child(&d, "mapfirst");
 	cr_assert_eq(rc, 0, "a memfd mapped before it was sized: exit %d (12: "
-	    "it became a pool file under its mapping, 13: the mapping and the "
+	    "it became a pool file under its mapping, 14: the mapping and the "
 	    "fd are not one file)", rc);
 	cr_assert_eq(pd_pool().handouts, p1.handouts);
 	pd_stop(&d);
