@@ -24,6 +24,7 @@
 #include "itest.h"
 
 #define PD_PAGE		(2 * MiB)
+#define PD_TAKES	256	/* mappings of what others free meanwhile */
 #ifndef MFD_HUGE_2MB
 #define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
 #endif
@@ -449,8 +450,8 @@ Test(pool, gives_pages_back_to_a_program_without_hpzerod)
 {
 	struct pd		 d;
 	struct hpz_pool_info	 p;
-	unsigned char		*pa[8], *pb = MAP_FAILED;
-	long			 avail, na[8];
+	unsigned char		*pa[PD_TAKES], *pb = MAP_FAILED;
+	long			 avail, na[PD_TAKES];
 	size_t			 j;
 	int			 i, n = 0;
 
@@ -470,7 +471,7 @@ Test(pool, gives_pages_back_to_a_program_without_hpzerod)
 		if (p.yielded_pages >= 4)
 			break;
 		avail = pd_host_avail();
-		if (avail >= 8 && n < 8) {
+		if (avail >= 8 && n < PD_TAKES) {
 			na[n] = avail - 4;
 			pa[n] = mmap(NULL, (size_t)na[n] * PD_PAGE, PROT_READ |
 			    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
