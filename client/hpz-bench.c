@@ -22,6 +22,13 @@
  * by HPZ_AHEAD_EAGER; "onfault-ahead" touches a fresh HPZ_AHEAD_ONFAULT
  * region at once; "busy-recycled" touches a recycled region while the
  * scrubbers clear a second one, beside the same touch without it.
+ *
+ * The pool modes measure hpzerod's pre-zeroed pool (daemon/pool.c): after
+ * an idle pause (until the pool holds the region, at most a second or -I),
+ * hpz_region_create takes a pool file; "pool" touches it unregistered (a
+ * page-cache hit a page, no zeroing), "pool-premap" has hpz_region_create
+ * map the pool's pages (HPZ_PREMAP), "pool-register" registers it with
+ * default flags first (each first touch a minor fault through the daemon).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -127,6 +134,13 @@ static const struct bench_mode bench_modes[] = {
 	{ "busy-recycled",	0,			1, 0, 1, BG_CLEAR,
 	    "written, hpz_reset and touched right after a second region's"
 	    " hpz_reset (busy), beside the same touch alone (quiet)" },
+	{ "pool",		0,			0, 0, 0, BG_NONE,
+	    "hpz_region_create after an idle pause: a file of the pool,"
+	    " touched unregistered" },
+	{ "pool-premap",	HPZ_PREMAP,		0, 0, 0, BG_NONE,
+	    "the same, HPZ_PREMAP: hpz_region_create maps the pool's pages" },
+	{ "pool-register",	0,			0, 0, 0, BG_NONE,
+	    "the same, registered with default flags before the touch" },
 };
 #define BENCH_NMODES	(sizeof bench_modes / sizeof bench_modes[0])
 #define BENCH_MODE_RECYCLED	0	/* index of "recycled" */
@@ -182,6 +196,9 @@ enum {
 	X_TOUCH_MISSING,	/* of which on pages not allocated yet */
 	X_TOUCH_BG_CLEARED,	/* pages scrubbed during the (busy) touch */
 	X_PENDING_AFTER,	/* garbage pages left right after the touch */
+	X_CREATE_MS,		/* pool: hpz_region_create */
+	X_POOL_PAGES,		/* pool: pages that came from the pool */
+	X_CREATE_TOUCH_GBS,	/* pool: size / (create + touch) */
 	BENCH_NX
 };
 
@@ -209,6 +226,9 @@ static const struct {
 	{ "touch_faults_missing",	"  of which missing",	XF_COUNT },
 	{ "touch_bg_pages_cleared",	"bg pages cleared in it", XF_COUNT },
 	{ "pending_after_touch",	"pending after touch",	XF_COUNT },
+	{ "create_ms",			"hpz_region_create ms",	XF_FIG },
+	{ "pool_pages",			"pages from the pool",	XF_COUNT },
+	{ "create_touch_gbs",		"create+touch GB/s",	XF_FIG },
 };
 
 enum {
@@ -331,6 +351,11 @@ static int	bench_region_new(struct bench *, struct bench_case *, int,
 		    struct hpz_region *, unsigned int, int *, int *);
 static int	bench_region_end(struct bench *, struct hpz_region *, int,
 		    int);
+static int	bench_mode_pool(const struct bench_mode *);
+static int	bench_pool_level(const struct bench_page *,
+		    unsigned long long *, unsigned long long *);
+static int	bench_hpz_pool_run(struct bench *, struct bench_case *, int,
+		    double *, double *);
 static int	bench_hpz_busy_run(struct bench *, struct bench_case *, int,
 		    double *, double *);
 static int	bench_warm(struct bench *, struct bench_case *);
@@ -370,10 +395,11 @@ bench_usage(FILE *f)
 	    "              recycled, fresh, fresh-discard, idle-recycled,\n"
 	    "              idle-premap, idle-fresh-eager,\n"
 	    "              idle-fresh-eager-premap, onfault-ahead,\n"
-	    "              busy-recycled\n"
+	    "              busy-recycled, pool, pool-premap, pool-register\n"
 	    "  -I ms       idle time of the idle-* modes (default: twice the\n"
 	    "              region at the single-core clear bandwidth, at\n"
-	    "              least %d ms)\n"
+	    "              least %d ms); the most the pool modes wait for\n"
+	    "              the pool (default 1000 ms)\n"
 	    "  --json      one JSON object on stdout instead of the table\n"
 	    "exit status: 0 done (cases may be skipped), 1 failure or a"
 	    " non-zero byte, 2 usage\n", HPZ_SOCKET_DEFAULT, BENCH_RUNS,
@@ -914,10 +940,21 @@ bench_kernel_run(struct bench_case *c, int run, double *out,
 	return (0);
 }
 
+/* Is m one of the pool modes? */
+static int
+bench_mode_pool(const struct bench_mode *m)
+{
+	return (strncmp(m->name, "pool", 4) == 0);
+}
+
 /* Which bench_x figures a mode has. */
 static int
 bench_x_applies(const struct bench_mode *m, int x)
 {
+	if (bench_mode_pool(m))
+		return (x == X_IDLE_MS || x == X_CREATE_MS ||
+		    x == X_POOL_PAGES || x == X_CREATE_TOUCH_GBS ||
+		    x == X_TOUCH_FAULTS);
 	if (m->bg == BG_NONE)
 		return (0);
 	switch (x) {
@@ -1119,8 +1156,9 @@ bench_region_new(struct bench *b, struct bench_case *c, int run,
 	int	 error;
 
 	memset(reg, 0, sizeof *reg);
-	if ((error = hpz_region_create(reg, c->size, c->page->hpzflag)) !=
-	    0) {
+	/* Fresh memory, as these modes mean: the pool has modes of its own. */
+	if ((error = hpz_region_create(reg, c->size, c->page->hpzflag |
+	    HPZ_NO_POOL)) != 0) {
 		if (error == -ENOMEM) {
 			bench_skip(c, "no room for the hpzerod region in the"
 			    " %s pool in run %d", c->page->human, run);
@@ -1177,6 +1215,8 @@ bench_hpz_run(struct bench *b, struct bench_case *c, int run, double *out,
 
 	if (m->busy)
 		return (bench_hpz_busy_run(b, c, run, out, scratch));
+	if (bench_mode_pool(m))
+		return (bench_hpz_pool_run(b, c, run, out, scratch));
 	for (i = 0; i < BENCH_NX; i++)
 		x[i] = NAN;
 	memset(&s0, 0, sizeof s0);
@@ -1254,6 +1294,112 @@ bench_hpz_run(struct bench *b, struct bench_case *c, int run, double *out,
 	x[X_TOUCH_MISSING] = (double)(sv.faults_missing - sb.faults_missing);
 	for (i = 0; i < BENCH_NX; i++)
 		c->x[i][run - 1] = x[i];
+out:
+	error = bench_region_end(b, &reg, created, registered);
+	return (error != 0 ? error : rc);
+}
+
+#define BENCH_POOL_WAIT_DEFAULT_MS	1000
+
+/* Pages ready in the daemon's pools of pg's size, and handed out so far. */
+static int
+bench_pool_level(const struct bench_page *pg, unsigned long long *ready,
+    unsigned long long *handed)
+{
+	struct hpz_pool_info	 info[64];
+	size_t			 n, i;
+
+	*ready = *handed = 0;
+	if (hpz_pool_status(info, 64, &n) != 0)
+		return (-1);
+	for (i = 0; i < n && i < 64; i++) {
+		if (info[i].page_size != pg->size)
+			continue;
+		*ready += info[i].ready_pages;
+		*handed += info[i].handout_pages;
+	}
+	return (0);
+}
+
+/*
+ * A pool mode: wait (untimed) until the pool holds the region's pages, at
+ * most -I ms or a second; then hpz_region_create (timed apart), register
+ * for pool-register, touch, read back.  0, -1 case skipped, else the exit
+ * status.
+ */
+static int
+bench_hpz_pool_run(struct bench *b, struct bench_case *c, int run,
+    double *out, double *scratch)
+{
+	const struct bench_mode	*m = &bench_modes[c->mode];
+	struct hpz_region	 reg;
+	struct hpz_status	 sb, sv;
+	unsigned long long	 ready = 0, h0, h1, r1, want;
+	struct timespec		 ts = { 0, 5 * 1000 * 1000 };
+	uint64_t		 t0, t1, deadline;
+	double			 s, x[BENCH_NX], wait_ms;
+	int			 i, error, rc = BENCH_EXIT_FAIL, created = 0;
+	int			 registered = 0;
+
+	for (i = 0; i < BENCH_NX; i++)
+		x[i] = NAN;
+	want = c->size / c->page->size;
+	wait_ms = b->idle_ms >= 0 ? b->idle_ms : BENCH_POOL_WAIT_DEFAULT_MS;
+	t0 = bench_now();
+	deadline = t0 + (uint64_t)(wait_ms * 1e6);
+	for (;;) {
+		if (bench_pool_level(c->page, &ready, &h0) != 0) {
+			bench_skip(c, "hpzerod has no pool (hpz_pool_status:"
+			    " %s)", hpz_last_error());
+			return (-1);
+		}
+		if (ready >= want || bench_now() >= deadline)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	x[X_IDLE_MS] = (double)(bench_now() - t0) / 1e6;
+	if (bench_st(b, &sb) != 0)
+		return (BENCH_EXIT_FAIL);
+	memset(&reg, 0, sizeof reg);
+	t0 = bench_now();
+	error = hpz_region_create(&reg, c->size, c->page->hpzflag |
+	    (m->flags & HPZ_PREMAP));
+	t1 = bench_now();
+	if (error != 0) {
+		if (error == -ENOMEM) {
+			bench_skip(c, "no room for the region in the %s pool"
+			    " in run %d", c->page->human, run);
+			return (-1);
+		}
+		bench_hpz_error(b, "hpz_region_create", error);
+		return (BENCH_EXIT_FAIL);
+	}
+	created = 1;
+	x[X_CREATE_MS] = (double)(t1 - t0) / 1e6;
+	if (bench_pool_level(c->page, &r1, &h1) == 0)
+		x[X_POOL_PAGES] = (double)(h1 - h0);
+	if (strcmp(m->name, "pool-register") == 0) {
+		reg.flags = 0;
+		if ((error = hpz_register(&reg)) != 0) {
+			bench_hpz_error(b, "hpz_register", error);
+			goto out;
+		}
+		registered = 1;
+	}
+	s = bench_touch(reg.addr, c->size, c->page->size, c->threads,
+	    scratch, scratch + c->samples);
+	bench_figures(s, c->size, scratch, scratch + c->samples, c->samples,
+	    out);
+	x[X_CREATE_TOUCH_GBS] = (double)c->size / (s + (double)(t1 - t0) /
+	    1e9) / 1e9;
+	if (bench_verify(b, c, reg.addr, run) != 0)
+		goto out;
+	if (bench_st(b, &sv) != 0)
+		goto out;
+	x[X_TOUCH_FAULTS] = (double)(sv.faults - sb.faults);
+	for (i = 0; i < BENCH_NX; i++)
+		c->x[i][run - 1] = x[i];
+	rc = 0;
 out:
 	error = bench_region_end(b, &reg, created, registered);
 	return (error != 0 ? error : rc);
@@ -1449,6 +1595,12 @@ bench_case_run(struct bench *b, struct bench_case *c)
 		    k[FIG_GBS], h[FIG_GBS], h[FIG_GBS] / k[FIG_GBS],
 		    k[FIG_FAULT_P50] / c->page->unit_us,
 		    h[FIG_FAULT_P50] / c->page->unit_us, c->page->unit);
+		if (bench_mode_pool(&bench_modes[c->mode]))
+			bench_progress(c, "run %d/%d: %.0f pages from the pool"
+			    " (waited %.0f ms), hpz_region_create %.2f ms",
+			    run, b->runs, c->x[X_POOL_PAGES][run - 1],
+			    c->x[X_IDLE_MS][run - 1],
+			    c->x[X_CREATE_MS][run - 1]);
 		if (bench_modes[c->mode].idle) {
 			if (isnan(c->x[X_DONE_MS][run - 1]))
 				snprintf(done, sizeof done, "not done");

@@ -10,6 +10,7 @@
  * beside the kernel's figure from the same run.
  */
 #include <errno.h>
+#include <math.h>	/* isnan, NAN: macros, no libm */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -65,11 +66,12 @@ struct demo_thread {
 	unsigned long		 sink;	/* keeps the reads from vanishing */
 };
 
-/* The three rows of the summary. */
+/* The rows of the summary. */
 enum {
 	DEMO_KERNEL,
 	DEMO_FRESH,
 	DEMO_RECYCLED,
+	DEMO_POOL,
 	DEMO_NROWS
 };
 
@@ -77,7 +79,10 @@ static const char *const demo_rows[DEMO_NROWS] = {
 	"kernel first touch",
 	"hpzerod fresh",
 	"hpzerod recycled (after hpz_reset)",
+	"hpzerod pool (pre-zeroed file)",
 };
+
+#define DEMO_POOL_WAIT_MS	1000	/* for the pool to hold the region */
 
 /* Where the read bytes end up, so the compiler must do the reads. */
 static unsigned long	demo_sink;
@@ -451,7 +456,9 @@ demo_hpz_run(struct demo *d, int run, double *fresh, double *recycled,
 	int			 created = 0, registered = 0;
 
 	memset(&reg, 0, sizeof reg);
-	if ((error = hpz_region_create(&reg, d->size, d->pageflag)) != 0) {
+	/* Fresh memory: a memfd of our own, not a file of the pool. */
+	if ((error = hpz_region_create(&reg, d->size, d->pageflag |
+	    HPZ_NO_POOL)) != 0) {
 		if (error == -ENOMEM || error == ENOMEM) {
 			printf("hpz-demo: skipped: no room for a %s region in"
 			    " the %s huge page pool\n", "hpzerod",
@@ -498,6 +505,67 @@ out:
 	return (rc);
 }
 
+/* Pool pages of our page size ready, and handed out so far; -1: none. */
+static int
+demo_pool_level(const struct demo *d, unsigned long long *ready,
+    unsigned long long *handed)
+{
+	struct hpz_pool_info	 info[64];
+	size_t			 n, i;
+	int			 found = 0;
+
+	*ready = *handed = 0;
+	if (hpz_pool_status(info, 64, &n) != 0)
+		return (-1);
+	for (i = 0; i < n && i < 64; i++) {
+		if (info[i].page_size != d->page || !info[i].enabled)
+			continue;
+		*ready += info[i].ready_pages;
+		*handed += info[i].handout_pages;
+		found = 1;
+	}
+	return (found ? 0 : -1);
+}
+
+/*
+ * The pool's run: once the pool holds the region (a second at most),
+ * hpz_region_create takes a file of it, touched unregistered.  *gbs NAN
+ * when no pool file came.
+ */
+static int
+demo_pool_run(struct demo *d, int run, double *gbs)
+{
+	struct hpz_region	 reg;
+	unsigned long long	 ready, h0, h1;
+	struct timespec		 ts = { 0, 10 * 1000 * 1000 };
+	uint64_t		 deadline;
+	double			 s;
+	int			 error, rc = DEMO_EXIT_FAIL;
+
+	*gbs = NAN;
+	deadline = demo_now() + DEMO_POOL_WAIT_MS * 1000000ULL;
+	while (demo_pool_level(d, &ready, &h0) == 0 &&
+	    ready * d->page < d->size && demo_now() < deadline)
+		nanosleep(&ts, NULL);
+	if (demo_pool_level(d, &ready, &h0) != 0 || ready == 0)
+		return (0);
+	memset(&reg, 0, sizeof reg);
+	if ((error = hpz_region_create(&reg, d->size, d->pageflag)) != 0) {
+		demo_hpz_error(d, "hpz_region_create", error);
+		return (DEMO_EXIT_FAIL);
+	}
+	if (demo_pool_level(d, &ready, &h1) != 0 || h1 == h0) {
+		hpz_region_destroy(&reg);
+		return (0);
+	}
+	s = demo_touch(d, reg.addr, d->size);
+	*gbs = (double)d->size / s / 1e9;
+	if (demo_verify(d, reg.addr, "hpzerod pool", run) == 0)
+		rc = 0;
+	hpz_region_destroy(&reg);
+	return (rc);
+}
+
 /* qsort order for doubles. */
 static int
 demo_cmp(const void *a, const void *b)
@@ -538,6 +606,11 @@ demo_summary(const struct demo *d, double *gbs[DEMO_NROWS])
 	printf("\n%-36s %11s %15s %10s\n", "first touch, median of runs",
 	    "GB/s", "min - max", "vs kernel");
 	for (r = 0; r < DEMO_NROWS; r++) {
+		if (r == DEMO_POOL && isnan(gbs[r][0])) {
+			printf("%-36s %11s %15s %10s\n", demo_rows[r], "-",
+			    "no pool file", "");
+			continue;
+		}
 		med[r] = demo_median(gbs[r], d->runs, &min, &max);
 		snprintf(range, sizeof range, "%.2f - %.2f", min, max);
 		printf("%-36s %11.2f %15s %9.2fx\n", demo_rows[r], med[r],
@@ -672,12 +745,22 @@ main(int argc, char **argv)
 		if ((rc = demo_hpz_run(&d, i + 1, &gbs[DEMO_FRESH][i],
 		    &gbs[DEMO_RECYCLED][i], &reset_ms)) != 0)
 			goto out;
+		if ((rc = demo_pool_run(&d, i + 1, &gbs[DEMO_POOL][i])) != 0)
+			goto out;
+		/* Every run, or the row says none. */
+		if (i > 0 && isnan(gbs[DEMO_POOL][i]) !=
+		    isnan(gbs[DEMO_POOL][0]))
+			gbs[DEMO_POOL][0] = NAN;
 		printf("run %d/%d: kernel %.2f GB/s, hpzerod fresh %.2f GB/s"
 		    " (%.2fx), recycled %.2f GB/s (%.2fx)\n", i + 1, d.runs,
 		    gbs[DEMO_KERNEL][i], gbs[DEMO_FRESH][i],
 		    gbs[DEMO_FRESH][i] / gbs[DEMO_KERNEL][i],
 		    gbs[DEMO_RECYCLED][i],
 		    gbs[DEMO_RECYCLED][i] / gbs[DEMO_KERNEL][i]);
+		if (!isnan(gbs[DEMO_POOL][i]))
+			printf("  pool file: %.2f GB/s (%.2fx)\n",
+			    gbs[DEMO_POOL][i], gbs[DEMO_POOL][i] /
+			    gbs[DEMO_KERNEL][i]);
 		if (i == 0)
 			printf("  hpz_reset of %s took %.3f ms (not timed"
 			    " above)\n", sz, reset_ms);

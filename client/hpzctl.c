@@ -136,6 +136,12 @@ static void	hpzctl_prom_head(FILE *, const char *, const char *,
 static int	hpzctl_prom_write(FILE *, const struct hpz_status *,
 		    const struct hpz_region_info *, size_t);
 static int	hpzctl_prometheus(int, char **);
+static size_t	hpzctl_pools(struct hpz_pool_info *, size_t);
+static void	hpzctl_pool_status(void);
+static void	hpzctl_pool_table(void);
+static int	hpzctl_pool_json(struct json_object *);
+static void	hpzctl_pool_top(double);
+static void	hpzctl_pool_prom(FILE *);
 
 /* Tell the user how to call us, on stdout for -h, on stderr for mistakes. */
 static void
@@ -332,6 +338,7 @@ hpzctl_status(int argc, char **argv)
 		    "fault latency:", hpzctl_percentile(&st, 0.50) / 1e3,
 		    hpzctl_percentile(&st, 0.99) / 1e3, st.fault_ns_max / 1e3);
 	hpzctl_limits(&st);
+	hpzctl_pool_status();
 	return (fflush(stdout) == 0 ? 0 : 1);
 }
 
@@ -481,6 +488,7 @@ hpzctl_stats_table(const struct hpz_status *st)
 		printf("  < %10.1f us %12llu\n", (double)(2ULL << i) / 1e3,
 		    st->latency_hist[i]);
 	}
+	hpzctl_pool_table();
 	return (hpzctl_regions_table() == 0 && fflush(stdout) == 0 ? 0 : 1);
 }
 
@@ -615,6 +623,8 @@ hpzctl_stats_json(const struct hpz_status *st)
 	}
 	if ((s = json_object_new_string(hpzctl_socket())) == NULL ||
 	    json_object_object_add(obj, "socket", s) != 0)
+		goto nomem;
+	if (hpzctl_pool_json(obj) != 0)
 		goto nomem;
 	text = json_object_to_json_string_ext(obj,
 	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
@@ -790,6 +800,7 @@ hpzctl_top_screen(const struct hpz_status *prev, const struct hpz_status *cur,
 	else
 		printf("  %-14s -, no faults\n", "fault latency:");
 	printf("  %-14s %10llu pages\n", "bg pending:", cur->bg_pages_pending);
+	hpzctl_pool_top(secs);
 	printf("\n  %6s %7s %8s %10s %10s %9s\n", "id", "pid", "MiB",
 	    "faults/s", "cleared/s", "pending");
 	/* Both lists are sorted by id: a region new since prev counts all. */
@@ -1064,6 +1075,7 @@ hpzctl_prom_write(FILE *f, const struct hpz_status *st,
 		fprintf(f, "hpzerod_region_background_pending_pages{region="
 		    "\"%llu\",pid=\"%d\",uid=\"%u\"} %llu\n", ri[i].id,
 		    ri[i].pid, ri[i].uid, ri[i].bg_pages_pending);
+	hpzctl_pool_prom(f);
 	return (ferror(f) ? -1 : 0);
 }
 
@@ -1152,6 +1164,222 @@ out:
 	}
 	free(info);
 	return (rc);
+}
+
+/* --- the pool --------------------------------------------------------------- */
+
+#define HPZCTL_MAX_POOLS	128
+
+/* The daemon's pools into info; 0 when it has none or does not say. */
+static size_t
+hpzctl_pools(struct hpz_pool_info *info, size_t max)
+{
+	size_t	n = 0;
+
+	if (hpz_pool_status(info, max, &n) != 0)
+		return (0);
+	return (n < max ? n : max);
+}
+
+/* "2 MiB" or "1 GiB". */
+static const char *
+hpzctl_page_name(unsigned long long size, char *buf, size_t len)
+{
+	return (hpzctl_bytes(size, buf, len));
+}
+
+/* Pages a second the filler allocated, while it allocated. */
+static double
+hpzctl_pool_rate(const struct hpz_pool_info *p)
+{
+	return (p->fill_ns == 0 ? 0.0 : (double)p->filled_pages /
+	    ((double)p->fill_ns / 1e9));
+}
+
+static void
+hpzctl_pool_status(void)
+{
+	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
+	const struct hpz_pool_info	*p;
+	char				 b1[32], b2[32];
+	size_t				 i, n = hpzctl_pools(info,
+					     HPZCTL_MAX_POOLS);
+
+	for (i = 0; i < n; i++) {
+		p = &info[i];
+		hpzctl_page_name(p->page_size, b1, sizeof b1);
+		printf("  %-18s %s pages, node %d: %s, %llu of %llu ready "
+		    "(%s), keeps %llu free (the host has %llu)\n",
+		    i == 0 ? "pool:" : "", b1, p->node, p->enabled ? "on" :
+		    "off", p->ready_pages, p->target_pages,
+		    hpzctl_bytes(p->ready_pages * p->page_size, b2, sizeof b2),
+		    p->reserve_pages, p->host_avail_pages);
+		printf("  %-18s %llu allocated (%.0f pages/s, %.1f GB/s), %llu "
+		    "files handed out (%llu pages), %llu misses, %llu refused, "
+		    "%llu given back\n", "", p->filled_pages,
+		    hpzctl_pool_rate(p), hpzctl_gbs(p->filled_pages *
+		    p->page_size, p->fill_ns), p->handouts, p->handout_pages,
+		    p->misses, p->refused, p->yielded_pages);
+	}
+}
+
+static void
+hpzctl_pool_table(void)
+{
+	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
+	const struct hpz_pool_info	*p;
+	char				 b1[32];
+	size_t				 i, n = hpzctl_pools(info,
+					     HPZCTL_MAX_POOLS);
+
+	if (n == 0)
+		return;
+	printf("\npool\n");
+	printf("  %7s %4s %3s %8s %8s %8s %8s %10s %9s %9s %8s %8s %8s\n",
+	    "page", "node", "on", "ready", "target", "reserve", "host",
+	    "allocated", "GB/s", "handouts", "pages", "misses", "yielded");
+	for (i = 0; i < n; i++) {
+		p = &info[i];
+		printf("  %7s %4d %3s %8llu %8llu %8llu %8llu %10llu %9.1f "
+		    "%9llu %8llu %8llu %8llu\n", hpzctl_page_name(p->page_size,
+		    b1, sizeof b1), p->node, p->enabled ? "yes" : "no",
+		    p->ready_pages, p->target_pages, p->reserve_pages,
+		    p->host_avail_pages, p->filled_pages,
+		    hpzctl_gbs(p->filled_pages * p->page_size, p->fill_ns),
+		    p->handouts, p->handout_pages, p->misses, p->yielded_pages);
+	}
+}
+
+/* "pools": one object a page size and node. */
+static int
+hpzctl_pool_json(struct json_object *obj)
+{
+	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
+	const struct hpz_pool_info	*p;
+	struct json_object		*arr, *r;
+	size_t				 i, n = hpzctl_pools(info,
+					     HPZCTL_MAX_POOLS);
+
+	if ((arr = json_object_new_array()) == NULL ||
+	    json_object_object_add(obj, "pools", arr) != 0)
+		return (-1);
+	for (i = 0; i < n; i++) {
+		p = &info[i];
+		if ((r = json_object_new_object()) == NULL ||
+		    json_object_array_add(arr, r) != 0 ||
+		    hpzctl_json_add(r, "page_size", p->page_size) != 0 ||
+		    hpzctl_json_add(r, "node", (unsigned long long)p->node) !=
+		    0 ||
+		    json_object_object_add(r, "enabled",
+		    json_object_new_boolean(p->enabled)) != 0 ||
+		    hpzctl_json_add(r, "target_pages", p->target_pages) != 0 ||
+		    hpzctl_json_add(r, "ready_pages", p->ready_pages) != 0 ||
+		    hpzctl_json_add(r, "reserve_pages", p->reserve_pages) != 0 ||
+		    hpzctl_json_add(r, "host_avail_pages",
+		    p->host_avail_pages) != 0 ||
+		    hpzctl_json_add(r, "filled_pages", p->filled_pages) != 0 ||
+		    hpzctl_json_add(r, "fill_ns", p->fill_ns) != 0 ||
+		    hpzctl_json_add(r, "yielded_pages", p->yielded_pages) != 0 ||
+		    hpzctl_json_add(r, "handouts", p->handouts) != 0 ||
+		    hpzctl_json_add(r, "handout_pages", p->handout_pages) != 0 ||
+		    hpzctl_json_add(r, "misses", p->misses) != 0 ||
+		    hpzctl_json_add(r, "refused", p->refused) != 0)
+			return (-1);
+	}
+	return (0);
+}
+
+/* One line a pool: its level, and what happened since the last screen. */
+static void
+hpzctl_pool_top(double secs)
+{
+	static struct hpz_pool_info	 prev[HPZCTL_MAX_POOLS];
+	static size_t			 pn;
+	struct hpz_pool_info		 cur[HPZCTL_MAX_POOLS];
+	const struct hpz_pool_info	*c, *p;
+	char				 b1[32];
+	size_t				 i, j, n = hpzctl_pools(cur,
+					     HPZCTL_MAX_POOLS);
+
+	for (i = 0; i < n; i++) {
+		c = &cur[i];
+		for (j = 0, p = NULL; j < pn; j++)
+			if (prev[j].page_size == c->page_size &&
+			    prev[j].node == c->node)
+				p = &prev[j];
+		printf("  %-14s %s n%d %llu/%llu ready, filled %.1f pages/s, "
+		    "%.1f files/s handed out, %.1f given back/s\n",
+		    i == 0 ? "pool:" : "", hpzctl_page_name(c->page_size, b1,
+		    sizeof b1), c->node, c->ready_pages, c->target_pages,
+		    p == NULL ? 0.0 : (double)HPZCTL_DELTA(c, p, filled_pages) /
+		    secs, p == NULL ? 0.0 : (double)HPZCTL_DELTA(c, p,
+		    handouts) / secs, p == NULL ? 0.0 :
+		    (double)HPZCTL_DELTA(c, p, yielded_pages) / secs);
+	}
+	memcpy(prev, cur, n * sizeof(cur[0]));
+	pn = n;
+}
+
+/* The pools in the text format, labelled by page size and node. */
+static void
+hpzctl_pool_prom(FILE *f)
+{
+	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
+	static const struct {
+		const char	*name;
+		const char	*type;
+		const char	*help;
+		size_t		 off;
+	} m[] = {
+		{ "hpzerod_pool_ready_pages", "gauge",
+		    "Pages allocated ahead and zero, waiting for a region.",
+		    offsetof(struct hpz_pool_info, ready_pages) },
+		{ "hpzerod_pool_target_pages", "gauge",
+		    "Pages the pool is set to hold.",
+		    offsetof(struct hpz_pool_info, target_pages) },
+		{ "hpzerod_pool_reserve_pages", "gauge",
+		    "Free pages the pool leaves to other programs.",
+		    offsetof(struct hpz_pool_info, reserve_pages) },
+		{ "hpzerod_pool_host_free_pages", "gauge",
+		    "Free, unreserved pages of the host, as the pool last saw.",
+		    offsetof(struct hpz_pool_info, host_avail_pages) },
+		{ "hpzerod_pool_filled_pages_total", "counter",
+		    "Pages the pool allocated.",
+		    offsetof(struct hpz_pool_info, filled_pages) },
+		{ "hpzerod_pool_yielded_pages_total", "counter",
+		    "Pages the pool gave back because the host ran short.",
+		    offsetof(struct hpz_pool_info, yielded_pages) },
+		{ "hpzerod_pool_handouts_total", "counter",
+		    "Pool files handed to clients.",
+		    offsetof(struct hpz_pool_info, handouts) },
+		{ "hpzerod_pool_handout_pages_total", "counter",
+		    "Pages in the pool files handed to clients.",
+		    offsetof(struct hpz_pool_info, handout_pages) },
+		{ "hpzerod_pool_misses_total", "counter",
+		    "Requests for a pool file that found none ready.",
+		    offsetof(struct hpz_pool_info, misses) },
+		{ "hpzerod_pool_refused_total", "counter",
+		    "Requests for a pool file over the uid's limit.",
+		    offsetof(struct hpz_pool_info, refused) },
+	};
+	size_t	i, k, n = hpzctl_pools(info, HPZCTL_MAX_POOLS);
+
+	if (n == 0)
+		return;
+	for (k = 0; k < sizeof m / sizeof m[0]; k++) {
+		hpzctl_prom_head(f, m[k].name, m[k].type, m[k].help);
+		for (i = 0; i < n; i++)
+			fprintf(f, "%s{page_size=\"%llu\",node=\"%d\"} %llu\n",
+			    m[k].name, info[i].page_size, info[i].node,
+			    *(const unsigned long long *)(const void *)
+			    ((const char *)&info[i] + m[k].off));
+	}
+	hpzctl_prom_head(f, "hpzerod_pool_fill_seconds_total", "counter",
+	    "Time the pool spent allocating its pages.");
+	for (i = 0; i < n; i++)
+		fprintf(f, "hpzerod_pool_fill_seconds_total{page_size=\"%llu\","
+		    "node=\"%d\"} %.9f\n", info[i].page_size, info[i].node,
+		    (double)info[i].fill_ns / 1e9);
 }
 
 int

@@ -2,9 +2,11 @@
  * preload.c - libhpz-preload.so, the LD_PRELOAD half of hpz-run: a program's
  * large writable MAP_SHARED mappings of hugetlbfs or shmem files are
  * registered with hpzerod as they are made, and unregistered before they
- * are unmapped, moved or mapped over.  Everything else passes untouched,
- * and a failure only ever costs the program hpzerod's help, never a
- * different mmap result or errno.
+ * are unmapped, moved or mapped over.  A hugetlb memfd the program makes
+ * and sizes (memfd_create, then ftruncate: QEMU's memory-backend-memfd)
+ * becomes a file of hpzerod's pre-zeroed pool.  Everything else passes
+ * untouched, and a failure only ever costs the program hpzerod's help,
+ * never a different result or errno.
  *
  * A range has one userfaultfd.  When the program registers a uffd of its
  * own on one of ours (QEMU's postcopy and background snapshot, and their
@@ -39,6 +41,7 @@
 #include <sys/vfs.h>
 #include <linux/falloc.h>
 #include <linux/magic.h>
+#include <linux/memfd.h>
 #include <linux/userfaultfd.h>
 
 #include "hpz.h"
@@ -46,6 +49,10 @@
 #include "runflags.h"
 #include "runselect.h"
 #include "size.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
+#endif
 
 #define PRELOAD_MIN_DEFAULT	(64UL << 20)
 #define PRELOAD_SLOTS		256	/* registered mappings at once */
@@ -78,6 +85,9 @@ static int	 (*real_ioctl)(int, unsigned long, ...);
 static int	 (*real_close)(int);
 static ssize_t	 (*real_sendmsg)(int, const struct msghdr *, int);
 static int	 (*real_register)(const struct hpz_region *);
+static int	 (*real_memfd_create)(const char *, unsigned int);
+static int	 (*real_ftruncate)(int, off_t);
+static int	 (*real_ftruncate64)(int, off64_t);
 
 static pthread_once_t		 preload_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t		 preload_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -93,6 +103,8 @@ static int			 preload_off;	/* given up for this process */
 static int			 preload_warned;
 static int			 preload_started;	/* constructor done */
 static void			*preload_libhpz;	/* base of libhpz.so */
+static int			 preload_nopool;	/* -f nopool */
+static int			 preload_ncandidates;	/* memfds not sized yet */
 
 /* Set while this thread is inside a wrapper: calls made meanwhile pass. */
 static __thread int preload_busy __attribute__((tls_model("initial-exec")));
@@ -162,6 +174,12 @@ preload_resolve(void)
 	real_sendmsg = (__typeof__(real_sendmsg))dlsym(RTLD_NEXT, "sendmsg");
 	real_register = (__typeof__(real_register))dlsym(RTLD_NEXT,
 	    "hpz_register");
+	real_memfd_create = (__typeof__(real_memfd_create))dlsym(RTLD_NEXT,
+	    "memfd_create");
+	real_ftruncate = (__typeof__(real_ftruncate))dlsym(RTLD_NEXT,
+	    "ftruncate");
+	real_ftruncate64 = (__typeof__(real_ftruncate64))dlsym(RTLD_NEXT,
+	    "ftruncate64");
 	if (real_register != NULL && dladdr((void *)real_register, &info) != 0)
 		preload_libhpz = info.dli_fbase;
 	preload_busy--;
@@ -203,6 +221,10 @@ preload_init(void)
 		    "DEV:INO; registering nothing", bad);
 		preload_off = 1;
 	}
+	preload_nopool = (preload_flags & RUNFLAG_NOPOOL) != 0 ||
+	    ((s = getenv("HPZ_NO_POOL")) != NULL && *s != '\0' &&
+	    strcmp(s, "0") != 0);
+	preload_flags &= ~RUNFLAG_NOPOOL;
 	if ((s = getenv("HPZ_RUN_VERBOSE")) != NULL && *s != '\0' &&
 	    strcmp(s, "0") != 0)
 		preload_verbose = 1;
@@ -746,6 +768,8 @@ preload_settle(int fd)
 		    r.addr, hpz_last_error());
 	}
 }
+static int	preload_pool_map(void *, size_t, int, off64_t);
+static void	preload_pool_forget(int);
 
 static void *
 preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
@@ -762,12 +786,17 @@ preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 	/* A fixed mapping replaces what was there, registration and all. */
 	if ((flags & MAP_FIXED) != 0)
 		preload_release(addr, len);
+	/* A memfd mapped before it is sized keeps its own file. */
+	if (fd >= 0 &&
+	    __atomic_load_n(&preload_ncandidates, __ATOMIC_RELAXED) != 0)
+		preload_pool_forget(fd);
 	errno = saved;
 	p = preload_real_mmap(addr, len, prot, flags, fd, off, is64);
 	if (p != MAP_FAILED && (page = preload_wants(p, len, prot, flags, fd,
 	    off, caller)) != 0) {
 		saved = errno;
-		preload_register(p, len, fd, off, page);
+		if (!preload_pool_map(p, len, fd, off))
+			preload_register(p, len, fd, off, page);
 		errno = saved;
 	}
 	preload_busy--;
@@ -827,6 +856,271 @@ mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 		return (real_mremap(old, old_len, new_len, flags, new_addr));
 	return ((void *)syscall(SYS_mremap, old, old_len, new_len, flags,
 	    new_addr));
+}
+
+/* --- the pool ------------------------------------------------------------- */
+
+/*
+ * memfd_create gives the program a memfd of its own at once (a probe such
+ * as QEMU's qemu_memfd_check closes it again, and must not cost the pool a
+ * file); its first ftruncate, which says how much memory it wants, swaps
+ * a pool file in under the same fd number.  The memfd's name is set when
+ * it is made, so the file keeps the pool's ("hpz-pool"); the name the
+ * program asked for is sent along for the daemon's log.
+ */
+#define PRELOAD_MEMFDS		16
+
+struct preload_memfd {
+	int		 state;		/* 0 free, 1 a candidate, 2 a pool file */
+	int		 fd;
+	dev_t		 dev;		/* the file fd is, to know it again */
+	ino_t		 ino;
+	unsigned int	 flags;		/* the program's memfd_create flags */
+	unsigned int	 page;		/* HPZ_PAGE_2M or HPZ_PAGE_1G */
+	size_t		 ready;		/* pool file: bytes allocated, zero */
+	char		 name[64];
+};
+
+static struct preload_memfd	 preload_memfds[PRELOAD_MEMFDS];
+
+/* HPZ_PAGE_* of a memfd_create(MFD_HUGETLB) size, or -1. */
+static int
+preload_memfd_page(unsigned int flags)
+{
+	unsigned int	 shift = (flags >> MFD_HUGE_SHIFT) & MFD_HUGE_MASK;
+	char		 line[128];
+	unsigned long	 kb = 0;
+	FILE		*f;
+
+	if (shift == 0) {
+		/* The default huge page size. */
+		if ((f = fopen("/proc/meminfo", "re")) == NULL)
+			return (-1);
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "Hugepagesize: %lu kB", &kb) == 1)
+				break;
+		fclose(f);
+		shift = kb == 2048 ? 21 : kb == 1048576 ? 30 : 0;
+	}
+	if (shift == 21)
+		return (HPZ_PAGE_2M);
+	if (shift == 30)
+		return (HPZ_PAGE_1G);
+	return (-1);
+}
+
+/* The slot of fd if it is still the file recorded there, else NULL. */
+static struct preload_memfd *
+preload_memfd_find(int fd, int state)
+{
+	struct preload_memfd	*m;
+	struct stat		 st;
+	int			 i;
+
+	if (fstat(fd, &st) == -1)
+		return (NULL);
+	for (i = 0; i < PRELOAD_MEMFDS; i++) {
+		m = &preload_memfds[i];
+		if (m->state == state && m->dev == st.st_dev &&
+		    m->ino == st.st_ino && (state == 2 || m->fd == fd))
+			return (m);
+	}
+	return (NULL);
+}
+
+int
+memfd_create(const char *name, unsigned int flags)
+{
+	static const unsigned int ours = MFD_CLOEXEC | MFD_ALLOW_SEALING |
+	    MFD_HUGETLB | (MFD_HUGE_MASK << MFD_HUGE_SHIFT);
+	struct preload_memfd	*m;
+	struct stat		 st;
+	int			 fd, page, i, saved;
+
+	pthread_once(&preload_once, preload_resolve);
+	if (real_memfd_create == NULL) {
+		errno = ENOSYS;
+		return (-1);
+	}
+	fd = real_memfd_create(name, flags);
+	if (fd < 0 || (flags & MFD_HUGETLB) == 0 || (flags & ~ours) != 0 ||
+	    preload_nopool || !preload_ready() ||
+	    __atomic_load_n(&preload_off, __ATOMIC_RELAXED))
+		return (fd);
+	saved = errno;
+	preload_busy++;
+	/* libhpz's own memfds come after it asked the pool itself. */
+	if ((page = preload_memfd_page(flags)) >= 0 && fstat(fd, &st) == 0 &&
+	    !preload_from_libhpz(__builtin_return_address(0))) {
+		pthread_mutex_lock(&preload_lock);
+		for (i = 0; i < PRELOAD_MEMFDS; i++)
+			if (preload_memfds[i].state == 0)
+				break;
+		if (i < PRELOAD_MEMFDS) {
+			m = &preload_memfds[i];
+			m->state = 1;
+			m->fd = fd;
+			m->dev = st.st_dev;
+			m->ino = st.st_ino;
+			m->flags = flags;
+			m->page = (unsigned int)page;
+			m->ready = 0;
+			snprintf(m->name, sizeof(m->name), "%s",
+			    name != NULL ? name : "");
+			__atomic_add_fetch(&preload_ncandidates, 1,
+			    __ATOMIC_RELAXED);
+		}
+		pthread_mutex_unlock(&preload_lock);
+	}
+	preload_busy--;
+	errno = saved;
+	return (fd);
+}
+
+/* fd is mapped (or used) as it is: it must stay the program's own file. */
+static void
+preload_pool_forget(int fd)
+{
+	struct preload_memfd	*m;
+
+	pthread_mutex_lock(&preload_lock);
+	if ((m = preload_memfd_find(fd, 1)) != NULL) {
+		m->state = 0;
+		__atomic_sub_fetch(&preload_ncandidates, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&preload_lock);
+}
+
+/*
+ * The program sizes a memfd it made: if it is still empty and unsealed,
+ * put a pool file in its place (same fd, same flags), then size that.
+ */
+static void
+preload_pool_swap(int fd, off64_t len)
+{
+	struct preload_memfd	*m, mine;
+	struct stat		 st;
+	char			 sz[32];
+	size_t			 ready = 0;
+	int			 pfd, seals;
+
+	pthread_mutex_lock(&preload_lock);
+	if ((m = preload_memfd_find(fd, 1)) == NULL) {
+		pthread_mutex_unlock(&preload_lock);
+		return;
+	}
+	mine = *m;
+	m->state = 0;	/* sized once: a candidate no more */
+	__atomic_sub_fetch(&preload_ncandidates, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&preload_lock);
+
+	seals = fcntl(fd, F_GET_SEALS);
+	if (len < (off64_t)preload_min || fstat(fd, &st) == -1 ||
+	    st.st_size != 0 || (seals != 0 && seals != F_SEAL_SEAL))
+		return;
+	if ((pfd = hpz_pool_take(0, mine.page, mine.name, &ready)) < 0) {
+		/* ENOENT: the pool is off; not worth a line. */
+		if (preload_verbose && pfd != -ENOENT)
+			preload_say("hpz-run: [%d] memfd '%s': no pool file: "
+			    "%s", (int)getpid(), mine.name, hpz_last_error());
+		return;
+	}
+	if (dup3(pfd, fd, (mine.flags & MFD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
+		close(pfd);
+		return;
+	}
+	close(pfd);
+	/* A memfd made without MFD_ALLOW_SEALING takes no seals. */
+	if ((mine.flags & MFD_ALLOW_SEALING) == 0)
+		(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL);
+	if (fstat(fd, &st) == -1)
+		return;
+	pthread_mutex_lock(&preload_lock);
+	/* Room for it, else the oldest record goes. */
+	for (m = &preload_memfds[0]; m < &preload_memfds[PRELOAD_MEMFDS]; m++)
+		if (m->state == 0)
+			break;
+	if (m == &preload_memfds[PRELOAD_MEMFDS])
+		m = &preload_memfds[0];
+	*m = mine;
+	m->state = 2;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->ready = ready;
+	pthread_mutex_unlock(&preload_lock);
+	if (preload_verbose)
+		preload_say("hpz-run: [%d] memfd '%s' (fd %d): a pool file, "
+		    "%s allocated and zero", (int)getpid(), mine.name, fd,
+		    preload_size_text(ready, sz, sizeof(sz)));
+}
+
+static int
+preload_ftruncate(int fd, off64_t len, int is64, const void *caller)
+{
+	int	saved = errno;
+
+	if (__atomic_load_n(&preload_ncandidates, __ATOMIC_RELAXED) != 0 &&
+	    preload_ready() && !preload_from_libhpz(caller)) {
+		preload_busy++;
+		preload_pool_swap(fd, len);
+		preload_busy--;
+		errno = saved;
+	}
+	if (is64 && real_ftruncate64 != NULL)
+		return (real_ftruncate64(fd, len));
+	if (!is64 && real_ftruncate != NULL)
+		return (real_ftruncate(fd, (off_t)len));
+	return ((int)syscall(SYS_ftruncate, fd, len));
+}
+
+int
+ftruncate(int fd, off_t len)
+{
+	return (preload_ftruncate(fd, (off64_t)len, 0,
+	    __builtin_return_address(0)));
+}
+
+int
+ftruncate64(int fd, off64_t len)
+{
+	return (preload_ftruncate(fd, len, 1, __builtin_return_address(0)));
+}
+
+/*
+ * A mapping of a pool file: its pages are allocated and zero, so there is
+ * nothing for hpzerod to do on them unless the flags ask for work (premap,
+ * allocation ahead of the rest, discard); registering would only put a
+ * round trip on each first touch.  With premap its pages are mapped here
+ * at once.  1 if the mapping is to be left to the kernel.
+ */
+static int
+preload_pool_map(void *addr, size_t len, int fd, off64_t off)
+{
+	struct preload_memfd	*m;
+	size_t			 ready = 0, n;
+	char			 sz[32], sz2[32];
+	int			 pool;
+
+	pthread_mutex_lock(&preload_lock);
+	if ((pool = (m = preload_memfd_find(fd, 2)) != NULL))
+		ready = m->ready;
+	pthread_mutex_unlock(&preload_lock);
+	if (!pool)
+		return (0);
+	n = (size_t)off < ready ? ready - (size_t)off : 0;
+	if (n > len)
+		n = len;
+	if ((preload_flags & HPZ_PREMAP) && n > 0)
+		(void)madvise(addr, n, MADV_POPULATE_WRITE);
+	if ((preload_flags & (HPZ_PREMAP | HPZ_AHEAD_EAGER |
+	    HPZ_AHEAD_ONFAULT | HPZ_DISCARD)) != 0)
+		return (0);
+	if (preload_verbose)
+		preload_say("hpz-run: [%d] %s at %p is a pool file: left to "
+		    "the kernel (%s of it allocated and zero)", (int)getpid(),
+		    preload_size_text(len, sz, sizeof(sz)), addr,
+		    preload_size_text(n, sz2, sizeof(sz2)));
+	return (1);
 }
 
 /*

@@ -18,6 +18,7 @@ static const struct {
 	{ "eager",	HPZ_AHEAD_EAGER },
 	{ "premap",	HPZ_PREMAP },
 	{ "noscrub",	HPZ_NO_SCRUB },
+	{ "nopool",	RUNFLAG_NOPOOL },
 	{ "none",	0 },
 };
 #define RUNFLAGS_N	(sizeof(runflags) / sizeof(runflags[0]))

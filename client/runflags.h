@@ -7,6 +7,9 @@
 
 #include <stddef.h>
 
+/* Not a region flag: hpz-run's memfd_create hook takes no pool file. */
+#define RUNFLAG_NOPOOL	0x00010000u
+
 /* runflags.c */
 int		 runflags_parse(const char *s, unsigned int *out, char *bad,
 		    size_t badlen);

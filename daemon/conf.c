@@ -29,6 +29,9 @@
  */
 #define CONF_REGION_PAGES	(16ULL << 20)
 #define CONF_STATE_BYTES	(64ULL << 20)
+#define CONF_POOL_2M		(1ULL << 30)	/* a node: a 1 GiB region */
+#define CONF_POOL_1G		(1ULL << 30)	/* a node: one page */
+#define CONF_POOL_RESERVE	(2ULL << 30)	/* free for other programs */
 
 enum conf_type {
 	CONF_PATH,		/* char[], 1 .. size-1 bytes */
@@ -40,6 +43,9 @@ enum conf_type {
 	CONF_KERNEL,		/* char[], a clear kernel or "auto" ("") */
 	CONF_HOT_KERNEL,	/* char[], an ordinary-store kernel or "auto" */
 	CONF_ROUTE,		/* int, enum worker_route_mode */
+	CONF_POOL_SIZE,		/* uint64_t[TOPO_NODES_MAX]: "SIZE" for every
+				   node, or "NODE:SIZE,..."; whole pages of
+				   min bytes */
 };
 
 struct conf_key {
@@ -97,6 +103,21 @@ static const struct conf_key conf_keys[] = {
 	    UINT64_MAX, "a size such as 64M, or 0" },
 	{ "limits", "region_pages", CONF_BYTES, CONF_FIELD(region_pages), 0,
 	    UINT64_MAX, "a number of pages such as 16777216 or 16M, or 0" },
+	{ "pool", "enable", CONF_BOOL, CONF_FIELD(pool), 0, 1, "yes or no" },
+	{ "pool", "size_2m", CONF_POOL_SIZE, CONF_FIELD(pool_size[0]),
+	    2ULL << 20, 0, "a multiple of 2M, or NODE:SIZE,... (such as "
+	    "0:1G,1:512M)" },
+	{ "pool", "size_1g", CONF_POOL_SIZE, CONF_FIELD(pool_size[1]),
+	    1ULL << 30, 0, "a multiple of 1G, or NODE:SIZE,... (such as "
+	    "0:1G,1:2G)" },
+	{ "pool", "reserve_2m", CONF_BYTES, CONF_FIELD(pool_reserve[0]), 0,
+	    UINT64_MAX, "a size such as 2G, or 0" },
+	{ "pool", "reserve_1g", CONF_BYTES, CONF_FIELD(pool_reserve[1]), 0,
+	    UINT64_MAX, "a size such as 2G, or 0" },
+	{ "pool", "gbs", CONF_GBS, CONF_FIELD(pool_gbs), 0, 0,
+	    "a number of GB/s, 0 or more" },
+	{ "pool", "uid_bytes", CONF_BYTES, CONF_FIELD(pool_uid_bytes), 0,
+	    UINT64_MAX, "a size such as 8G, or 0" },
 };
 #define CONF_NKEYS	(sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -133,6 +154,8 @@ conf_fail(struct conf_parse *p, const char *fmt, ...)
 void
 conf_defaults(struct conf *c)
 {
+	int	i;
+
 	memset(c, 0, sizeof(*c));
 	snprintf(c->socket, sizeof(c->socket), "%s", HPZ_SOCKET_DEFAULT);
 	c->workers = 0;
@@ -154,6 +177,15 @@ conf_defaults(struct conf *c)
 	c->uid_bytes = 0;
 	c->uid_state_bytes = CONF_STATE_BYTES;
 	c->region_pages = CONF_REGION_PAGES;
+	c->pool = 1;
+	for (i = 0; i < TOPO_NODES_MAX; i++) {
+		c->pool_size[0][i] = CONF_POOL_2M;
+		c->pool_size[1][i] = CONF_POOL_1G;
+	}
+	c->pool_reserve[0] = CONF_POOL_RESERVE;
+	c->pool_reserve[1] = CONF_POOL_RESERVE;
+	c->pool_gbs = 0;
+	c->pool_uid_bytes = 0;
 }
 
 /* A byte count: decimal digits, then K, M, G or T (either case) or none. */
@@ -240,6 +272,49 @@ conf_parse_kernel(const char *s, int hot, char *out, size_t size)
 	return (0);
 }
 
+/*
+ * A pool size: "SIZE" for every node, or "NODE:SIZE,NODE:SIZE" (the nodes
+ * not named get none).  Each a whole number of pages of page bytes.
+ */
+static int
+conf_parse_pool_size(const char *s, uint64_t page, uint64_t *out)
+{
+	uint64_t	 v, node, sizes[TOPO_NODES_MAX];
+	char		 buf[64];
+	const char	*p = s, *q, *colon;
+	size_t		 n;
+	int		 i;
+
+	if (strchr(s, ':') == NULL) {
+		if (conf_parse_bytes(s, &v) == -1 || v % page != 0)
+			return (-1);
+		for (i = 0; i < TOPO_NODES_MAX; i++)
+			out[i] = v;
+		return (0);
+	}
+	memset(sizes, 0, sizeof(sizes));
+	while (*p != '\0') {
+		q = strchr(p, ',');
+		n = q != NULL ? (size_t)(q - p) : strlen(p);
+		if (n == 0 || n >= sizeof(buf))
+			return (-1);
+		memcpy(buf, p, n);
+		buf[n] = '\0';
+		if ((colon = strchr(buf, ':')) == NULL)
+			return (-1);
+		buf[colon - buf] = '\0';
+		if (conf_parse_uint(buf, TOPO_NODES_MAX - 1, &node) == -1 ||
+		    conf_parse_bytes(colon + 1, &v) == -1 || v % page != 0)
+			return (-1);
+		sizes[node] = v;
+		p += n;
+		if (*p == ',' && *++p == '\0')
+			return (-1);
+	}
+	memcpy(out, sizes, sizeof(sizes));
+	return (0);
+}
+
 /* Set one key of the copy, or say why its value is refused. */
 static int
 conf_set(struct conf_parse *p, const struct conf_key *k, const char *value)
@@ -301,6 +376,11 @@ conf_set(struct conf_parse *p, const struct conf_key *k, const char *value)
 		else if (strcmp(value, "hash") == 0)
 			*(int *)field = ROUTE_HASH;
 		else
+			goto bad;
+		break;
+	case CONF_POOL_SIZE:
+		if (conf_parse_pool_size(value, k->min, (uint64_t *)field) ==
+		    -1)
 			goto bad;
 		break;
 	}

@@ -654,6 +654,10 @@ control_message(struct client *c, struct hpz_msg *m)
 		return (control_policy(c, m));
 	case HPZ_MSG_SCRUB:
 		return (control_scrub(c, m));
+	case HPZ_MSG_POOL_TAKE:
+		return (pool_take(c, m));
+	case HPZ_MSG_POOL_STATUS:
+		return (pool_status(c, m));
 	}
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }

@@ -121,11 +121,18 @@ hpzd_reload(void)
 	    c.spin_us != hpzd_conf.spin_us || c.route != hpzd_conf.route ||
 	    c.split != hpzd_conf.split || c.scrub_threads !=
 	    hpzd_conf.scrub_threads)
-		log_warnx("SIGHUP: only [background] (but threads) and [limits] "
-		    "change while running; restart hpzerod for the others");
+		log_warnx("SIGHUP: only [background] (but threads), [limits] "
+		    "and [pool] change while running; restart hpzerod for the "
+		    "others");
 	c.scrub_threads = hpzd_conf.scrub_threads;
 	scrub_configure(&c);
 	control_limits(&c);
+	pool_configure(&c);
+	hpzd_conf.pool = c.pool;
+	memcpy(hpzd_conf.pool_size, c.pool_size, sizeof(c.pool_size));
+	memcpy(hpzd_conf.pool_reserve, c.pool_reserve, sizeof(c.pool_reserve));
+	hpzd_conf.pool_gbs = c.pool_gbs;
+	hpzd_conf.pool_uid_bytes = c.pool_uid_bytes;
 	hpzd_conf.uid_clients = c.uid_clients;
 	hpzd_conf.uid_regions = c.uid_regions;
 	hpzd_conf.uid_bytes = c.uid_bytes;
@@ -401,9 +408,12 @@ main(int argc, char **argv)
 		fatalx("cannot start %d workers", nworkers);
 	if (scrub_start(&hpzd_conf) != 0)
 		fatalx("cannot start the background threads");
+	if (pool_start(&hpzd_conf) != 0)
+		fatalx("cannot start the pool");
 	if ((lfd = control_listen(hpzd_conf.socket, &from_systemd)) == -1) {
 		sd_notifyf(0, "STATUS=cannot listen on %s", hpzd_conf.socket);
 		prep_stop();
+		pool_stop();
 		scrub_stop();
 		worker_stop();
 		reap_stop();
@@ -456,6 +466,7 @@ main(int argc, char **argv)
 	    errno != ENOENT)
 		log_warn("unlink %s", hpzd_conf.socket);
 	prep_stop();
+	pool_stop();
 	scrub_stop();
 	worker_stop();
 	reap_stop();

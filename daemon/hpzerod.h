@@ -390,6 +390,26 @@ int		 worker_id(const struct worker *);
 
 /* clear.c: see clear.h. */
 
+/* pool.c: huge pages allocated ahead, handed whole to new regions. */
+#define POOL_NSIZES	2	/* 2 MiB, 1 GiB: struct conf's arrays */
+enum pool_action {
+	POOL_NONE,
+	POOL_FILL,		/* allocate a page */
+	POOL_YIELD,		/* give pages back: the host is short */
+	POOL_SHRINK,		/* give pages back: over the size set */
+};
+struct conf;
+enum pool_action pool_decide(int enabled, uint64_t avail, uint64_t node_free,
+		    uint64_t reserve, uint64_t pages, uint64_t target,
+		    uint64_t *n);
+double		 pool_uid_refill(double tokens, uint64_t cap, uint64_t dt);
+int		 pool_start(const struct conf *);
+void		 pool_stop(void);
+void		 pool_configure(const struct conf *);
+int		 pool_take(struct client *, const struct hpz_msg *);
+int		 pool_status(struct client *, const struct hpz_msg *);
+uint64_t	 pool_ready_bytes(void);
+
 /* conf.c: hpzerod.conf (INI, parsed with libinih). */
 struct conf {
 	char		 socket[108];		/* [daemon] socket */
@@ -414,6 +434,13 @@ struct conf {
 	uint64_t	 uid_bytes;		/* bytes */
 	uint64_t	 uid_state_bytes;	/* state_bytes */
 	uint64_t	 region_pages;		/* region_pages, a region */
+	/* [pool]: re-read on SIGHUP. */
+	int		 pool;			/* enable */
+	uint64_t	 pool_size[POOL_NSIZES][TOPO_NODES_MAX]; /* size_2m,
+						   size_1g: bytes a node */
+	uint64_t	 pool_reserve[POOL_NSIZES];	/* reserve_2m, _1g */
+	double		 pool_gbs;		/* gbs, 0: unlimited */
+	uint64_t	 pool_uid_bytes;	/* uid_bytes a minute, 0: no limit */
 };
 void		 conf_defaults(struct conf *);
 int		 conf_load(const char *path, struct conf *, char *why,

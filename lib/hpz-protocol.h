@@ -5,7 +5,8 @@
  * (both ends are on the same machine).  Every request gets exactly one
  * reply carrying the request's seq.  File descriptors travel only with
  * HPZ_MSG_REGISTER (exactly three: the userfaultfd, the backing file, then
- * the page-state memfd of hpz-state.h).
+ * the page-state memfd of hpz-state.h) and HPZ_MSG_POOL_FILE (exactly one,
+ * the pool file handed to the client).
  *
  * Don't forget to bump HPZ_PROTOCOL_VERSION when anything here changes.
  */
@@ -34,9 +35,15 @@ enum hpz_msg_type {
 	HPZ_MSG_POLICY = 6,		/* client: struct hpz_msg_policy */
 	HPZ_MSG_SCRUB = 7,		/* client: struct hpz_msg_range; after
 					   a reset's zap: background may start */
+	HPZ_MSG_POOL_TAKE = 8,		/* client: struct hpz_msg_pool_take */
+	HPZ_MSG_POOL_STATUS = 9,	/* client: struct hpz_msg_pool_status */
 	HPZ_MSG_REPLY = 64,		/* daemon: struct hpz_msg_reply */
 	HPZ_MSG_STATUS_REPLY = 65,	/* daemon: struct hpz_msg_status_reply */
 	HPZ_MSG_REGIONS_REPLY = 66,	/* daemon: struct hpz_msg_regions_reply */
+	HPZ_MSG_POOL_FILE = 67,		/* daemon: struct hpz_msg_pool_file +
+					   the file */
+	HPZ_MSG_POOL_STATUS_REPLY = 68,	/* daemon: struct
+					   hpz_msg_pool_status_reply */
 };
 
 struct hpz_msg_header {
@@ -177,6 +184,70 @@ struct hpz_msg_regions_reply {
 	struct hpz_msg_region_info r[HPZ_REGIONS_PER_REPLY];
 };
 
+/*
+ * Ask for a file of the pre-zeroed pool (daemon/pool.c): huge pages of
+ * page_size the daemon allocated ahead, on one of the nodes in nodes.  The
+ * answer is a struct hpz_msg_pool_file with the file, or a struct
+ * hpz_msg_reply saying why not (the client then makes its own memfd).
+ */
+#define HPZ_POOL_NAME		64
+#define HPZ_POOL_NODES		64	/* nodes a request can name */
+struct hpz_msg_pool_take {
+	struct hpz_msg_header hdr;
+	uint64_t	len;		/* bytes the client will use; 0: unknown */
+	uint64_t	page_size;	/* a huge page size */
+	uint64_t	nodes;		/* bit n: node n will do; 0: any node */
+	int32_t		node;		/* the first choice, or -1 */
+	uint32_t	reserved;	/* must be zero */
+	char		name[HPZ_POOL_NAME];	/* the name the program asked
+						   for, NUL-terminated; for
+						   the log */
+};
+
+/* The pool file: size bytes, every page allocated and zero.  One fd. */
+struct hpz_msg_pool_file {
+	struct hpz_msg_header hdr;
+	uint64_t	size;		/* the file's size, whole pages */
+	uint64_t	page_size;
+	int32_t		node;		/* where its pages are, -1: unknown */
+	uint32_t	reserved;	/* must be zero */
+	uint64_t	id;		/* hand-out number, for the logs */
+};
+
+/* Ask for the pools (a page size on a node each) from index first on. */
+struct hpz_msg_pool_status {
+	struct hpz_msg_header hdr;
+	uint32_t	first;
+	uint32_t	reserved;	/* must be zero */
+};
+
+#define HPZ_POOLS_PER_REPLY	24
+struct hpz_msg_pool_info {
+	uint64_t	page_size;
+	int32_t		node;
+	uint32_t	enabled;	/* 0 or 1 */
+	uint64_t	target_pages;	/* the size set for it */
+	uint64_t	ready_pages;	/* allocated, zero, waiting */
+	uint64_t	reserve_pages;	/* kept free for other programs */
+	uint64_t	host_avail_pages; /* free and unreserved, last seen */
+	uint64_t	filled_pages;	/* allocated since the start */
+	uint64_t	fill_ns;	/* time spent allocating them */
+	uint64_t	yielded_pages;	/* given back to the host */
+	uint64_t	handouts;	/* files handed out */
+	uint64_t	handout_pages;	/* pages in them */
+	uint64_t	misses;		/* asked for, none ready */
+	uint64_t	refused;	/* over a uid's limit */
+};
+
+struct hpz_msg_pool_status_reply {
+	struct hpz_msg_header hdr;
+	uint32_t	count;		/* entries used */
+	uint32_t	more;		/* 1: ask again from first + count */
+	struct hpz_msg_pool_info p[HPZ_POOLS_PER_REPLY];
+};
+
+_Static_assert(sizeof(struct hpz_msg_pool_status_reply) <= HPZ_MSG_MAX,
+    "pool status");
 _Static_assert(sizeof(struct hpz_msg_regions_reply) <= HPZ_MSG_MAX, "regions");
 _Static_assert(sizeof(struct hpz_msg_register) <= HPZ_MSG_MAX, "register");
 _Static_assert(sizeof(struct hpz_msg_reply) <= HPZ_MSG_MAX, "reply");
@@ -193,6 +264,10 @@ struct hpz_msg {
 		struct hpz_msg_regions		regions;
 		struct hpz_msg_policy		policy;
 		struct hpz_msg_regions_reply	regions_reply;
+		struct hpz_msg_pool_take	pool_take;
+		struct hpz_msg_pool_file	pool_file;
+		struct hpz_msg_pool_status	pool_status;
+		struct hpz_msg_pool_status_reply pool_status_reply;
 		unsigned char			bytes[HPZ_MSG_MAX + 1];
 	} u;
 	size_t		len;

@@ -42,6 +42,8 @@ extern "C" {
 #define HPZ_PAGE_1G		0x0100u	/* 1 GiB hugetlb memfd */
 #define HPZ_PAGE_SHMEM		0x0200u	/* shmem memfd, 4 KiB pages */
 #define HPZ_PAGE_MASK		0x0300u
+#define HPZ_NO_POOL		0x0400u	/* make the memfd here: never take
+					   a file from hpzerod's pool */
 
 struct hpz_region {
 	void		*addr;		/* start of the caller's MAP_SHARED mapping */
@@ -134,6 +136,24 @@ struct hpz_region_info {
 	unsigned long long bg_pages_pending;
 };
 
+/* One pool of hpzerod (a page size on a node), as hpz_pool_status() says. */
+struct hpz_pool_info {
+	unsigned long long page_size;
+	int		 node;
+	int		 enabled;		/* [pool] enable */
+	unsigned long long target_pages;	/* the size set for it */
+	unsigned long long ready_pages;		/* allocated, zero, waiting */
+	unsigned long long reserve_pages;	/* kept free for the others */
+	unsigned long long host_avail_pages;	/* free, unreserved: last seen */
+	unsigned long long filled_pages;	/* allocated since the start */
+	unsigned long long fill_ns;		/* time spent allocating */
+	unsigned long long yielded_pages;	/* given back to the host */
+	unsigned long long handouts;		/* files handed out */
+	unsigned long long handout_pages;	/* pages in them */
+	unsigned long long misses;		/* asked for, none ready */
+	unsigned long long refused;		/* over a uid's limit */
+};
+
 int		 hpz_register(const struct hpz_region *region);
 int		 hpz_unregister(const struct hpz_region *region);
 int		 hpz_reset(const struct hpz_region *region);
@@ -156,6 +176,18 @@ const char	*hpz_last_error(void);
 int		 hpz_status(struct hpz_status *status);
 /* The daemon's regions (the caller's uid's; all of them for root). */
 int		 hpz_list_regions(struct hpz_region_info *info, size_t max,
+		    size_t *count);
+/*
+ * A file of hpzerod's pool: a hugetlb memfd of the page size in flags
+ * (HPZ_PAGE_2M or HPZ_PAGE_1G) whose pages are allocated and zero, for a
+ * region of len bytes (0: not known yet).  Returns the fd (close-on-exec),
+ * its size in *ready (whole pages; it may be less or more than len: the
+ * caller ftruncates it), or a negative errno when none is ready.
+ */
+int		 hpz_pool_take(size_t len, unsigned int flags,
+		    const char *name, size_t *ready);
+/* The daemon's pools. */
+int		 hpz_pool_status(struct hpz_pool_info *info, size_t max,
 		    size_t *count);
 /* Page size of the file behind fd (hugetlbfs or shmem), or negative errno. */
 long		 hpz_page_size(int fd);

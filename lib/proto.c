@@ -78,6 +78,14 @@ proto_size(uint16_t type)
 		return (sizeof(struct hpz_msg_reply));
 	case HPZ_MSG_STATUS_REPLY:
 		return (sizeof(struct hpz_msg_status_reply));
+	case HPZ_MSG_POOL_TAKE:
+		return (sizeof(struct hpz_msg_pool_take));
+	case HPZ_MSG_POOL_STATUS:
+		return (sizeof(struct hpz_msg_pool_status));
+	case HPZ_MSG_POOL_FILE:
+		return (sizeof(struct hpz_msg_pool_file));
+	case HPZ_MSG_POOL_STATUS_REPLY:
+		return (sizeof(struct hpz_msg_pool_status_reply));
 	}
 	return (0);
 }
@@ -106,6 +114,14 @@ proto_type_name(uint16_t type)
 		return ("reply");
 	case HPZ_MSG_STATUS_REPLY:
 		return ("status-reply");
+	case HPZ_MSG_POOL_TAKE:
+		return ("pool-take");
+	case HPZ_MSG_POOL_STATUS:
+		return ("pool-status");
+	case HPZ_MSG_POOL_FILE:
+		return ("pool-file");
+	case HPZ_MSG_POOL_STATUS_REPLY:
+		return ("pool-status-reply");
 	}
 	return ("unknown");
 }
@@ -138,6 +154,32 @@ proto_range_ok(uint64_t addr, uint64_t len)
 	return (addr + len > addr);
 }
 
+/* A pool request: a huge page size, whole pages, a node that can be named. */
+static int
+proto_pool_take_ok(const struct hpz_msg_pool_take *t, char *why,
+    size_t whylen)
+{
+	if (t->reserved != 0)
+		return (proto_fail(why, whylen, -EINVAL,
+		    "reserved field is not zero"));
+	if (t->page_size < 4096 || (t->page_size & (t->page_size - 1)) != 0)
+		return (proto_fail(why, whylen, -EINVAL,
+		    "page size %llu is not a power of two >= 4096",
+		    (unsigned long long)t->page_size));
+	if (t->len % t->page_size != 0 || t->len > INT64_MAX)
+		return (proto_fail(why, whylen, -EINVAL,
+		    "length %llu is not a multiple of the page size %llu",
+		    (unsigned long long)t->len,
+		    (unsigned long long)t->page_size));
+	if (t->node < -1 || t->node >= HPZ_POOL_NODES)
+		return (proto_fail(why, whylen, -EINVAL,
+		    "node %d is not -1 to %d", t->node, HPZ_POOL_NODES - 1));
+	if (!proto_terminated(t->name, sizeof(t->name)))
+		return (proto_fail(why, whylen, -EINVAL,
+		    "name is not terminated"));
+	return (0);
+}
+
 /*
  * Check a received message completely: framing, exact length, fd count,
  * reserved fields and field ranges.  0 if valid, else a negative errno with
@@ -150,7 +192,7 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 	const struct hpz_msg_register	*reg = &msg->u.reg;
 	const struct hpz_msg_reply	*rep = &msg->u.reply;
 	size_t				 want;
-	int				 wantfds;
+	int				 wantfds, error;
 
 	if (msg->len > HPZ_MSG_MAX)
 		return (proto_fail(why, whylen, -EMSGSIZE,
@@ -173,7 +215,8 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		return (proto_fail(why, whylen, -EBADMSG,
 		    "%s message is %zu bytes (header says %u), expected %zu",
 		    proto_type_name(hdr->type), msg->len, hdr->len, want));
-	wantfds = hdr->type == HPZ_MSG_REGISTER ? HPZ_REGISTER_NFDS : 0;
+	wantfds = hdr->type == HPZ_MSG_REGISTER ? HPZ_REGISTER_NFDS :
+	    hdr->type == HPZ_MSG_POOL_FILE ? 1 : 0;
 	if (msg->nfds != wantfds)
 		return (proto_fail(why, whylen, -EBADMSG,
 		    "%s message carries %d fds, expected %d",
@@ -249,6 +292,36 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		    sizeof(msg->u.status.hot_kernel)))
 			return (proto_fail(why, whylen, -EBADMSG,
 			    "a status string is not terminated"));
+		break;
+	case HPZ_MSG_POOL_TAKE:
+		if ((error = proto_pool_take_ok(&msg->u.pool_take, why,
+		    whylen)) != 0)
+			return (error);
+		break;
+	case HPZ_MSG_POOL_STATUS:
+		if (msg->u.pool_status.reserved != 0)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "reserved field is not zero"));
+		break;
+	case HPZ_MSG_POOL_FILE:
+		if (msg->u.pool_file.reserved != 0 ||
+		    msg->u.pool_file.page_size < 4096 ||
+		    (msg->u.pool_file.page_size &
+		    (msg->u.pool_file.page_size - 1)) != 0 ||
+		    msg->u.pool_file.size % msg->u.pool_file.page_size != 0 ||
+		    msg->u.pool_file.size > INT64_MAX)
+			return (proto_fail(why, whylen, -EBADMSG,
+			    "bad pool file (size %llu, page size %llu)",
+			    (unsigned long long)msg->u.pool_file.size,
+			    (unsigned long long)msg->u.pool_file.page_size));
+		break;
+	case HPZ_MSG_POOL_STATUS_REPLY:
+		if (msg->u.pool_status_reply.count > HPZ_POOLS_PER_REPLY ||
+		    msg->u.pool_status_reply.more > 1)
+			return (proto_fail(why, whylen, -EBADMSG,
+			    "bad pool status reply (count %u, more %u)",
+			    msg->u.pool_status_reply.count,
+			    msg->u.pool_status_reply.more));
 		break;
 	case HPZ_MSG_REGIONS_REPLY:
 		if (msg->u.regions_reply.count > HPZ_REGIONS_PER_REPLY ||

@@ -1,6 +1,8 @@
 /*
  * region.c - hpz_region_create and hpz_region_destroy: a memfd of the
- * chosen page size, sized and mapped MAP_SHARED, ready to register.
+ * chosen page size, sized and mapped MAP_SHARED, ready to register.  A
+ * hugetlb region takes its file from hpzerod's pre-zeroed pool when the
+ * daemon has one ready (pool.c), else makes its own.
  */
 #include <errno.h>
 #include <string.h>
@@ -16,20 +18,33 @@
 #ifndef MFD_HUGE_1GB
 #define MFD_HUGE_1GB	(30U << MFD_HUGE_SHIFT)
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
+#endif
+
+/* Region flags hpz_region_create keeps for hpz_register: a new region
+ * holds no garbage, so not HPZ_DISCARD. */
+#define REGION_CREATE_FLAGS	(HPZ_AHEAD_ONFAULT | HPZ_AHEAD_EAGER | \
+	HPZ_PREMAP | HPZ_NO_SCRUB)
 
 int
 hpz_region_create(struct hpz_region *region, size_t len, unsigned int flags)
 {
 	unsigned int	 mfd;
-	size_t		 page;
+	size_t		 page, ready = 0;
 	void		*p;
-	int		 fd, error;
+	int		 fd = -1, error;
 
 	if (region == NULL)
 		return (lib_fail(-EINVAL, "region is NULL"));
-	if ((flags & ~HPZ_PAGE_MASK) != 0)
+	if ((flags & HPZ_DISCARD) != 0)
+		return (lib_fail(-EINVAL, "HPZ_DISCARD: a new region holds no "
+		    "garbage"));
+	if ((flags & ~(HPZ_PAGE_MASK | HPZ_NO_POOL | REGION_CREATE_FLAGS)) !=
+	    0)
 		return (lib_fail(-EINVAL, "unknown flags 0x%x (only "
-		    "HPZ_PAGE_2M, HPZ_PAGE_1G, HPZ_PAGE_SHMEM)", flags));
+		    "HPZ_PAGE_2M, HPZ_PAGE_1G, HPZ_PAGE_SHMEM, HPZ_NO_POOL and "
+		    "region flags but HPZ_DISCARD)", flags));
 	switch (flags & HPZ_PAGE_MASK) {
 	case HPZ_PAGE_2M:
 		mfd = MFD_HUGETLB | MFD_HUGE_2MB;
@@ -51,10 +66,15 @@ hpz_region_create(struct hpz_region *region, size_t len, unsigned int flags)
 		return (lib_fail(-EINVAL, "length %zu is not a positive "
 		    "multiple of the page size %zu", len, page));
 
-	fd = memfd_create("hpz-region", MFD_CLOEXEC | mfd);
-	if (fd == -1)
+	/* A pool file of any size will do: it is cut or grown to len. */
+	if (mfd != 0 && (flags & HPZ_NO_POOL) == 0 &&
+	    (fd = hpz_pool_take(len, flags & HPZ_PAGE_MASK, "hpz-region",
+	    &ready)) < 0)
+		fd = -1;
+	if (fd == -1 && (fd = memfd_create("hpz-region", MFD_CLOEXEC | mfd)) ==
+	    -1)
 		return (lib_fail(-errno, "memfd_create: %s", strerror(errno)));
-	if (ftruncate(fd, (off_t)len) == -1) {
+	if (ready != len && ftruncate(fd, (off_t)len) == -1) {
 		error = lib_fail(-errno, "ftruncate: %s", strerror(errno));
 		close(fd);
 		return (error);
@@ -68,12 +88,18 @@ hpz_region_create(struct hpz_region *region, size_t len, unsigned int flags)
 		close(fd);
 		return (error);
 	}
+	/*
+	 * Asked to premap: map the pool's pages now, which costs a page-table
+	 * entry each (they are allocated), before any uffd can see a fault.
+	 */
+	if ((flags & HPZ_PREMAP) && ready > 0)
+		(void)madvise(p, ready < len ? ready : len, MADV_POPULATE_WRITE);
 	memset(region, 0, sizeof(*region));
 	region->addr = p;
 	region->len = len;
 	region->fd = fd;
 	region->offset = 0;
-	region->flags = 0;
+	region->flags = flags & REGION_CREATE_FLAGS;
 	return (0);
 }
 

@@ -143,12 +143,17 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 size_mib=${HPZ_DEMO_MIB:-512}
-hp_reserve_2m $((2 * size_mib / 2 + 16))
+# Two regions' worth, and one more for hpzerod's pre-zeroed pool.
+hp_reserve_2m $((3 * size_mib / 2 + 24))
 echo "2 MiB pages free: $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)" \
-	"($((2 * size_mib / 2 + 16)) added; taken away again on exit)"
+	"($((3 * size_mib / 2 + 24)) added; taken away again on exit)"
 
 step "starting hpzerod on $dir/hpzerod.sock"
-./daemon/hpzerod --socket "$dir/hpzerod.sock" 2>"$dir/hpzerod.log" &
+# The pool holds one demo region; by default it keeps 2G free for other
+# programs, more than the pages reserved here (hpzerod.conf(5)).
+printf '[pool]\nsize_2m = %sM\nreserve_2m = 16M\n' "$size_mib" >"$dir/hpzerod.conf"
+./daemon/hpzerod --config "$dir/hpzerod.conf" --socket "$dir/hpzerod.sock" \
+    2>"$dir/hpzerod.log" &
 pid=$!
 for _ in $(seq 100); do [ -S "$dir/hpzerod.sock" ] && break; sleep 0.05; done
 [ -S "$dir/hpzerod.sock" ] || { cat "$dir/hpzerod.log"; exit 1; }

@@ -941,8 +941,10 @@ fuzz_check_reply(struct fuzz_session *s, int verdict, uint16_t type,
 		want = HPZ_MSG_STATUS_REPLY;
 	else if (verdict == 0 && type == HPZ_MSG_REGIONS)
 		want = HPZ_MSG_REGIONS_REPLY;
+	else if (verdict == 0 && type == HPZ_MSG_POOL_STATUS)
+		want = HPZ_MSG_POOL_STATUS_REPLY;
 	else
-		want = HPZ_MSG_REPLY;
+		want = HPZ_MSG_REPLY;	/* a pool take too: no pool here */
 	if (rep->u.hdr.type != want)
 		fuzz_fail("%s reply to %s (verdict %d)",
 		    proto_type_name(rep->u.hdr.type), proto_type_name(type),

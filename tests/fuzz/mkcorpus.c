@@ -186,6 +186,8 @@ mk_decoder_inputs(void)
 	struct hpz_msg_header	 st = mk_status(6);
 	struct hpz_msg_regions	 rg = mk_regions(7, 0);
 	struct hpz_msg_reply	 rep;
+	struct hpz_msg_pool_take take;
+	struct hpz_msg_pool_status ps;
 	unsigned char		 big[HPZ_MSG_MAX + 1];
 	unsigned char		 longer[sizeof(reg) + 8];
 
@@ -200,6 +202,14 @@ mk_decoder_inputs(void)
 	rep.error = -EINVAL;
 	snprintf(rep.text, sizeof(rep.text), "no");
 	mk_decoder("d-reply", &rep, sizeof(rep), 0);
+	proto_init(&take, HPZ_MSG_POOL_TAKE, sizeof(take), 12);
+	take.len = 64 * 512 * PG;
+	take.page_size = 512 * PG;
+	take.node = -1;
+	snprintf(take.name, sizeof(take.name), "memory-backend-memfd");
+	mk_decoder("d-pool-take", &take, sizeof(take), 0);
+	proto_init(&ps, HPZ_MSG_POOL_STATUS, sizeof(ps), 13);
+	mk_decoder("d-pool-status", &ps, sizeof(ps), 0);
 
 	/* Mutations. */
 	reg.hdr.len -= 8;

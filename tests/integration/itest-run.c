@@ -897,7 +897,8 @@ Test(run, command_line)
 	run_exec(&o, NULL, badflag);
 	RUN_EXIT(o, 2);
 	cr_assert_eq(run_lines(&o, "unknown flag 'bogus' (valid: discard, "
-	    "ahead, onfault, eager, premap, noscrub, none)"), 1, "%s", o.text);
+	    "ahead, onfault, eager, premap, noscrub, nopool, none)"), 1, "%s",
+	    o.text);
 	run_exec(&o, badenv, ok);
 	RUN_EXIT(o, 2);
 	cr_assert_eq(run_lines(&o, "HPZ_RUN_FLAGS: unknown flag 'nope'"), 1,

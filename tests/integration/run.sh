@@ -48,6 +48,9 @@ if [ ! -S "$sock" ]; then
 fi
 
 export HPZ_SOCKET=$sock HPZD_PID=$pid
+# The suite's regions are fresh memfds, whatever the host's pool holds;
+# the pool's own tests (itest-pool.c) start daemons of their own.
+export HPZ_NO_POOL=1
 # One job: the tests share one daemon and read its counters.
 "$B/tests/integration/itest" --jobs 1 "$@" 8>&-
 rc=$?

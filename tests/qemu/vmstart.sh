@@ -17,8 +17,15 @@
 # these, in this order (wall clock, from just before QEMU starts to its exit):
 #   kernel lazy      hugetlb memfd, the kernel clears on first touch
 #   prealloc         the same, prealloc=on
-#   hpz-run lazy     hpz-run -- (kernel lazy)
-#   hpz-run eager    hpz-run -f eager,premap -- (kernel lazy)
+#   floor lazy       a hugetlbfs file fallocated (untimed) beforehand, no
+#                    hpzerod: every page allocated and zero, the best a
+#                    pool can reach
+#   floor prealloc   the same, prealloc=on
+#   pool lazy        hpz-run defaults, the pool holding the guest's RAM
+#                    (waited for, untimed): the memfd becomes a pool file
+#   pool prealloc    the same, prealloc=on
+#   hpz-run lazy     hpz-run -f nopool -- (kernel lazy)
+#   hpz-run eager    hpz-run -f nopool,eager,premap -- (kernel lazy)
 #   recycled hpz     a hugetlbfs file that held the last guest's RAM (filled
 #                    untimed with a pattern first), hpz-run -f discard,premap
 #   recycled kernel  the kernel's way to a zeroed file: rm, fallocate a new
@@ -115,7 +122,14 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 sock=$dir/hpzerod.sock
-"$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
+# The pool: the guest's RAM, set again for each size (SIGHUP).
+pool_conf() {
+	printf '[pool]\nsize_2m = %sM\nreserve_2m = %sM\n' "$1" $((2 * SLACK)) \
+	    >"$dir/hpzerod.conf"
+}
+pool_conf 0
+"$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$sock" \
+    --workers 2 2>"$dir/hpzerod.log" &
 pid=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 [ -S "$sock" ] || { cat "$dir/hpzerod.log" >&2; die "hpzerod did not start"; }
@@ -135,6 +149,25 @@ registers() {
 }
 
 now() { echo "${EPOCHREALTIME:-$(date +%s.%N)}"; }
+
+# One field of the 2 MiB pool in hpzctl stats --json.
+pool_field() {
+	"$B/client/hpzctl" -s "$sock" stats --json |
+	    awk -v k="\"$1\"" '/"pools"/ { p = 1 } p && index($0, k) {
+		gsub(/[^0-9]/, "", $NF); print $NF; exit }'
+}
+
+# Wait, untimed, until the pool holds the guest's RAM (a liveness bound).
+pool_wait() {
+	local i r=0
+	for i in $(seq 400); do
+		r=$(pool_field ready_pages)
+		[ "${r:-0}" -ge "$pages" ] && return 0
+		sleep 0.05
+	done
+	say "$sz: the pool holds ${r:-?} of $pages pages after 20 s"
+	return 1
+}
 
 timed=0 bad=0
 # qemu NAME WRAP MODE BACKEND [PRE-COMMAND...]: runs QEMU (under hpz-run
@@ -186,7 +219,7 @@ qemu() {
 	elif [ "$mode" = full ] && ! grep -aqE \
 	    '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok' "$out"; then
 		why="no 'guest: checked N pages, 0 non-zero words, pattern ok' line"
-	elif [ -n "$r0" ]; then
+	elif [ -n "$r0" ] && [ "${name#pool-}" = "$name" ]; then
 		r1=$(registers)
 		if [ -z "$r0" ] || [ -z "$r1" ] || [ "$r1" -le "$r0" ]; then
 			why="hpz-run registered nothing (registers $r0 -> ${r1:-?})"
@@ -208,12 +241,17 @@ qemu() {
 }
 
 # The configurations, in the order they run each round.
-CONFIGS=(lazy prealloc hpz-lazy hpz-eager recycled-hpz recycled-kernel)
+CONFIGS=(lazy prealloc floor-lazy floor-prealloc pool-lazy pool-prealloc
+	hpz-lazy hpz-eager recycled-hpz recycled-kernel)
 declare -A LABEL=(
 	[lazy]="kernel lazy"
 	[prealloc]="kernel prealloc=on"
-	[hpz-lazy]="hpz-run lazy"
-	[hpz-eager]="hpz-run eager,premap"
+	[floor-lazy]="floor: populated file, lazy"
+	[floor-prealloc]="floor: populated file, prealloc=on"
+	[pool-lazy]="pool: hpz-run, lazy"
+	[pool-prealloc]="pool: hpz-run, prealloc=on"
+	[hpz-lazy]="hpz-run nopool, lazy"
+	[hpz-eager]="hpz-run nopool,eager,premap"
 	[recycled-hpz]="recycled file, hpz-run discard,premap"
 	[recycled-kernel]="recycled file, kernel rm+fallocate"
 )
@@ -243,16 +281,18 @@ summary() {
 
 memfd() { echo "memory-backend-memfd,id=m,size=${mb}M,hugetlb=on,hugetlbsize=2M,share=on$1"; }
 fileb() { echo "memory-backend-file,id=m,size=${mb}M,mem-path=$mnt/ram,share=on,discard-data=off"; }
+floorb() { echo "memory-backend-file,id=m,size=${mb}M,mem-path=$mnt/floor,share=on,discard-data=off$1"; }
 
 start=$(now)
 sizes_done=0
 for sz in $SIZES; do
 	mb=$(size_mb "$sz")
 	pages=$((mb / 2))
-	need=$((2 * pages + SLACK))
+	# Two guests' RAM (or a file and a guest), the pool's, its reserve.
+	need=$((3 * pages + 3 * SLACK))
 	echo $((old_nr + need)) > "$NR" 2>/dev/null
-	if [ "$(cat "$FREE")" -lt $((2 * pages)) ]; then
-		echo "size $sz: skipped: the huge page pool gave $(cat "$FREE") free 2 MiB pages, $((2 * pages)) needed"
+	if [ "$(cat "$FREE")" -lt $((3 * pages + 2 * SLACK)) ]; then
+		echo "size $sz: skipped: the huge page pool gave $(cat "$FREE") free 2 MiB pages, $((3 * pages + 2 * SLACK)) needed"
 		echo "$old_nr" > "$NR"
 		continue
 	fi
@@ -265,6 +305,8 @@ for sz in $SIZES; do
 	rm -f "$mnt/warm"
 	qemu warm-up - touch "$(memfd '')"
 	[ "$ok" = 1 ] || bad=$((bad + 1))
+	pool_conf "$mb"
+	kill -HUP "$pid"
 	rm -f "$mnt/ram"
 	res=$dir/res.$sz
 	: >"$res"
@@ -274,8 +316,33 @@ for sz in $SIZES; do
 			case $c in
 			lazy)	  qemu "$c" - touch "$(memfd '')" ;;
 			prealloc) qemu "$c" - touch "$(memfd ,prealloc=on)" ;;
-			hpz-lazy) qemu "$c" '' touch "$(memfd '')" ;;
-			hpz-eager) qemu "$c" eager,premap touch "$(memfd '')" ;;
+			floor-lazy | floor-prealloc)
+				# Every page allocated (and zeroed) untimed.
+				rm -f "$mnt/floor"
+				fallocate -l "${mb}M" "$mnt/floor" ||
+				    say "$sz: fallocate of the floor file failed"
+				if [ "$c" = floor-lazy ]; then
+					qemu "$c" - touch "$(floorb '')"
+				else
+					qemu "$c" - touch "$(floorb ,prealloc=on)"
+				fi
+				rm -f "$mnt/floor" ;;
+			pool-lazy | pool-prealloc)
+				pool_wait || bad=$((bad + 1))
+				h0=$(pool_field handouts)
+				if [ "$c" = pool-lazy ]; then
+					qemu "$c" '' touch "$(memfd '')"
+				else
+					qemu "$c" '' touch "$(memfd ,prealloc=on)"
+				fi
+				# The registration check does not apply: a pool
+				# file is left to the kernel; its hand-out does.
+				if [ "$(pool_field handouts)" != $((h0 + 1)) ]; then
+					say "$sz: $c: no pool file was handed out"
+					ok=0
+				fi ;;
+			hpz-lazy) qemu "$c" nopool touch "$(memfd '')" ;;
+			hpz-eager) qemu "$c" nopool,eager,premap touch "$(memfd '')" ;;
 			recycled-hpz)
 				# Fill the file with the last guest's data, untimed.
 				qemu fill - fill "$(fileb)"
@@ -302,6 +369,9 @@ for sz in $SIZES; do
 	qemu recycled-full discard,premap full "$(fileb)"
 	[ "$ok" = 1 ] || bad=$((bad + 1))
 	rm -f "$mnt/ram"
+	pool_conf 0
+	kill -HUP "$pid"
+	sleep 0.2
 	echo "$old_nr" > "$NR"
 	echo
 	echo "size $sz ($pages x 2 MiB pages), $RUNS rounds, TCG guest touching $tpages 4 KiB pages"

@@ -745,5 +745,81 @@ Test(conf, region_cost_limits)
 	cr_assert_eq(c.uid_state_bytes, 0);
 	expect_good("[limits]\nregion_pages = 0\n", &c);
 	cr_assert_eq(c.region_pages, 0, "0 is no limit");
+/* --- [pool] --------------------------------------------------------------- */
+
+Test(conf, pool_defaults)
+{
+	struct conf	c;
+	int		i;
+
+	memset(&c, 0xa5, sizeof(c));
+	conf_defaults(&c);
+	cr_assert_eq(c.pool, 1);
+	for (i = 0; i < TOPO_NODES_MAX; i++) {
+		cr_assert_eq(c.pool_size[0][i], GiB);
+		cr_assert_eq(c.pool_size[1][i], GiB);
+	}
+	cr_assert_eq(c.pool_reserve[0], 2 * GiB);
+	cr_assert_eq(c.pool_reserve[1], 2 * GiB);
+	cr_assert_float_eq(c.pool_gbs, 0.0, 1e-12);
+	cr_assert_eq(c.pool_uid_bytes, 0);
+}
+
+Test(conf, pool_every_key)
+{
+	struct conf	c;
+	int		i;
+
+	conf_defaults(&c);
+	expect_good("[pool]\nenable = no\nsize_2m = 512M\nsize_1g = 0\n"
+	    "reserve_2m = 4G\nreserve_1g = 0\ngbs = 2.5\nuid_bytes = 8G\n",
+	    &c);
+	cr_assert_eq(c.pool, 0);
+	for (i = 0; i < TOPO_NODES_MAX; i++) {
+		cr_assert_eq(c.pool_size[0][i], 512 * MiB);
+		cr_assert_eq(c.pool_size[1][i], 0);
+	}
+	cr_assert_eq(c.pool_reserve[0], 4 * GiB);
+	cr_assert_eq(c.pool_reserve[1], 0);
+	cr_assert_float_eq(c.pool_gbs, 2.5, 1e-12);
+	cr_assert_eq(c.pool_uid_bytes, 8 * GiB);
+}
+
+Test(conf, pool_size_per_node)
+{
+	struct conf	c;
+	int		i;
+
+	conf_defaults(&c);
+	expect_good("[pool]\nsize_2m = 0:1G,3:64M\nsize_1g = 63:2G\n", &c);
+	cr_assert_eq(c.pool_size[0][0], GiB);
+	cr_assert_eq(c.pool_size[0][3], 64 * MiB);
+	for (i = 0; i < TOPO_NODES_MAX; i++) {
+		if (i != 0 && i != 3)
+			cr_assert_eq(c.pool_size[0][i], 0, "node %d", i);
+		cr_assert_eq(c.pool_size[1][i], i == 63 ? 2 * GiB : 0);
+	}
+}
+
+Test(conf, bad_pool_values)
+{
+	static const struct bad_value bad[] = {
+		{ "pool", "enable", "maybe" },
+		{ "pool", "size_2m", "3M" },		/* not whole pages */
+		{ "pool", "size_2m", "1G," },
+		{ "pool", "size_2m", "0:1G," },
+		{ "pool", "size_2m", "0:1G,,1:1G" },
+		{ "pool", "size_2m", "64:1G" },		/* no such node */
+		{ "pool", "size_2m", "x:1G" },
+		{ "pool", "size_2m", "0:" },
+		{ "pool", "size_2m", ":1G" },
+		{ "pool", "size_2m", "0:1G:2" },
+		{ "pool", "size_1g", "512M" },
+		{ "pool", "size_1g", "0:3G,1:1536M" },
+		{ "pool", "reserve_2m", "-1" },
+		{ "pool", "gbs", "fast" },
+		{ "pool", "uid_bytes", "1.5G" },
+	};
+
 	expect_bad_values(bad, sizeof(bad) / sizeof(bad[0]));
 }

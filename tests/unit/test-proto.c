@@ -26,7 +26,8 @@ static const uint16_t proto_types[] = {
 	HPZ_MSG_REGISTER, HPZ_MSG_UNREGISTER, HPZ_MSG_RESET, HPZ_MSG_STATUS,
 	HPZ_MSG_REGIONS, HPZ_MSG_POLICY, HPZ_MSG_SCRUB, HPZ_MSG_REPLY,
 	HPZ_MSG_STATUS_REPLY,
-	HPZ_MSG_REGIONS_REPLY,
+	HPZ_MSG_REGIONS_REPLY, HPZ_MSG_POOL_TAKE, HPZ_MSG_POOL_STATUS,
+	HPZ_MSG_POOL_FILE, HPZ_MSG_POOL_STATUS_REPLY,
 };
 #define NTYPES	(sizeof(proto_types) / sizeof(proto_types[0]))
 
@@ -59,6 +60,18 @@ make_valid(struct hpz_msg *m, uint16_t type)
 		m->nfds = HPZ_REGISTER_NFDS;
 	} else
 		proto_init(m->u.bytes, type, len, 7);
+	if (type == HPZ_MSG_POOL_TAKE) {
+		m->u.pool_take.len = 64 * MiB;
+		m->u.pool_take.page_size = PAGE_2M;
+		m->u.pool_take.node = -1;
+		strcpy(m->u.pool_take.name, "memory-backend-memfd");
+	}
+	if (type == HPZ_MSG_POOL_FILE) {
+		m->u.pool_file.size = 512 * MiB;
+		m->u.pool_file.page_size = PAGE_2M;
+		m->u.pool_file.node = -1;
+		m->nfds = 1;
+	}
 	if (type == HPZ_MSG_UNREGISTER || type == HPZ_MSG_RESET ||
 	    type == HPZ_MSG_SCRUB) {
 		m->u.range.addr = 0x7f0000000000ULL;
@@ -164,10 +177,18 @@ Test(proto, size_of_each_type)
 	cr_expect_eq(proto_size(HPZ_MSG_REPLY), sizeof(struct hpz_msg_reply));
 	cr_expect_eq(proto_size(HPZ_MSG_STATUS_REPLY),
 	    sizeof(struct hpz_msg_status_reply));
+	cr_expect_eq(proto_size(HPZ_MSG_POOL_TAKE),
+	    sizeof(struct hpz_msg_pool_take));
+	cr_expect_eq(proto_size(HPZ_MSG_POOL_STATUS),
+	    sizeof(struct hpz_msg_pool_status));
+	cr_expect_eq(proto_size(HPZ_MSG_POOL_FILE),
+	    sizeof(struct hpz_msg_pool_file));
+	cr_expect_eq(proto_size(HPZ_MSG_POOL_STATUS_REPLY),
+	    sizeof(struct hpz_msg_pool_status_reply));
 	cr_expect_eq(proto_size(0), 0);
-	cr_expect_eq(proto_size(8), 0);
+	cr_expect_eq(proto_size(10), 0);
 	cr_expect_eq(proto_size(63), 0);
-	cr_expect_eq(proto_size(67), 0);
+	cr_expect_eq(proto_size(69), 0);
 	cr_expect_eq(proto_size(UINT16_MAX), 0);
 }
 
@@ -180,8 +201,10 @@ Test(proto, type_names)
 	cr_expect_str_eq(proto_type_name(HPZ_MSG_REPLY), "reply");
 	cr_expect_str_eq(proto_type_name(HPZ_MSG_STATUS_REPLY),
 	    "status-reply");
+	cr_expect_str_eq(proto_type_name(HPZ_MSG_POOL_TAKE), "pool-take");
+	cr_expect_str_eq(proto_type_name(HPZ_MSG_POOL_FILE), "pool-file");
 	cr_expect_str_eq(proto_type_name(0), "unknown");
-	cr_expect_str_eq(proto_type_name(67), "unknown");
+	cr_expect_str_eq(proto_type_name(69), "unknown");
 	cr_expect_str_eq(proto_type_name(UINT16_MAX), "unknown");
 }
 
@@ -349,7 +372,15 @@ Test(proto, wrong_fd_count)
 	m.nfds = 3 + 64;	/* what a truncated control message reads as */
 	expect_reject(&m, -EBADMSG, "register with 67 fds");
 
+	make_valid(&m, HPZ_MSG_POOL_FILE);
+	m.nfds = 0;
+	expect_reject(&m, -EBADMSG, "pool file without its fd");
+	m.nfds = 2;
+	expect_reject(&m, -EBADMSG, "pool file with 2 fds");
+
 	for (i = 1; i < NTYPES; i++) {
+		if (proto_types[i] == HPZ_MSG_POOL_FILE)
+			continue;
 		make_valid(&m, proto_types[i]);
 		m.nfds = 1;
 		snprintf(what, sizeof(what), "%s with 1 fd",
@@ -1030,4 +1061,66 @@ Test(proto, empty_message_with_fds_closes_them)
 	cr_assert_eq(count_fds(), before, "received fds were kept");
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* --- the pool ------------------------------------------------------------ */
+
+Test(proto, pool_take_fields)
+{
+	struct hpz_msg	m;
+
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.len = 0;
+	expect_valid(&m, "pool take of an unknown length");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.reserved = 1;
+	expect_reject(&m, -EINVAL, "pool take, reserved set");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.page_size = 3 * MiB;
+	expect_reject(&m, -EINVAL, "pool take, page size not a power of two");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.page_size = 0;
+	expect_reject(&m, -EINVAL, "pool take, page size 0");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.len = 3 * MiB;
+	expect_reject(&m, -EINVAL, "pool take, length not whole pages");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.len = 1ULL << 63;
+	expect_reject(&m, -EINVAL, "pool take, length past INT64_MAX");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.node = -2;
+	expect_reject(&m, -EINVAL, "pool take, node -2");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.node = HPZ_POOL_NODES;
+	expect_reject(&m, -EINVAL, "pool take, node past the mask");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	m.u.pool_take.node = HPZ_POOL_NODES - 1;
+	expect_valid(&m, "pool take, last node");
+	make_valid(&m, HPZ_MSG_POOL_TAKE);
+	memset(m.u.pool_take.name, 'x', sizeof(m.u.pool_take.name));
+	expect_reject(&m, -EINVAL, "pool take, name not terminated");
+}
+
+Test(proto, pool_file_and_status_fields)
+{
+	struct hpz_msg	m;
+
+	make_valid(&m, HPZ_MSG_POOL_FILE);
+	m.u.pool_file.size = 3 * MiB;
+	expect_reject(&m, -EBADMSG, "pool file, size not whole pages");
+	make_valid(&m, HPZ_MSG_POOL_FILE);
+	m.u.pool_file.page_size = 4095;
+	expect_reject(&m, -EBADMSG, "pool file, page size");
+	make_valid(&m, HPZ_MSG_POOL_FILE);
+	m.u.pool_file.reserved = 9;
+	expect_reject(&m, -EBADMSG, "pool file, reserved set");
+	make_valid(&m, HPZ_MSG_POOL_STATUS);
+	m.u.pool_status.reserved = 1;
+	expect_reject(&m, -EINVAL, "pool status, reserved set");
+	make_valid(&m, HPZ_MSG_POOL_STATUS_REPLY);
+	m.u.pool_status_reply.count = HPZ_POOLS_PER_REPLY + 1;
+	expect_reject(&m, -EBADMSG, "pool status reply, count");
+	make_valid(&m, HPZ_MSG_POOL_STATUS_REPLY);
+	m.u.pool_status_reply.more = 2;
+	expect_reject(&m, -EBADMSG, "pool status reply, more");
 }

@@ -1,0 +1,805 @@
+/*
+ * itest-pool.c - the pre-zeroed pool (daemon/pool.c), each test against a
+ * hpzerod of its own started with a [pool] section: files go to one client
+ * once, never a byte of another's, not even across a restart; the pool
+ * gives pages back to a program that does not use hpzerod; the program's
+ * ftruncate, QEMU's seals and mmap at an offset work on a pool file; the
+ * per-uid limit, SIGHUP, and the ways out (HPZ_NO_POOL).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <linux/memfd.h>
+
+#include <criterion/criterion.h>
+
+#include "itest.h"
+
+#define PD_PAGE		(2 * MiB)
+#define PD_TAKES	256	/* mappings of what others free meanwhile */
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
+#endif
+
+/* --- a program under hpz-run: this binary, before criterion starts ------- */
+
+/* Does fd's /proc link name the pool's memfd? */
+static int
+pc_is_pool(int fd)
+{
+	char	path[64], link[256];
+	ssize_t	n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if ((n = readlink(path, link, sizeof(link) - 1)) <= 0)
+		return (0);
+	link[n] = '\0';
+	return (strstr(link, "memfd:hpz-pool") != NULL);
+}
+
+/* What QEMU does with its memory-backend-memfd; exit codes say what broke. */
+static int
+pc_memfd(int sealing)
+{
+	unsigned char	*p;
+	size_t		 first;
+	int		 fd, fl;
+
+	fd = memfd_create("itest-pool", MFD_HUGETLB | MFD_HUGE_2MB |
+	    (sealing ? MFD_ALLOW_SEALING | MFD_CLOEXEC : 0));
+	if (fd < 0)
+		return (10);
+	if (ftruncate(fd, (off_t)(24 * MiB)) != 0)
+		return (11);
+	if (!pc_is_pool(fd))
+		return (12);
+	fl = fcntl(fd, F_GETFD);
+	if (fl < 0 || ((fl & FD_CLOEXEC) != 0) != sealing)
+		return (13);
+	if (sealing) {
+		if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK |
+		    F_SEAL_SEAL) != 0)
+			return (14);
+	} else if (fcntl(fd, F_ADD_SEALS, F_SEAL_GROW) != -1 ||
+	    errno != EPERM || fcntl(fd, F_GET_SEALS) != F_SEAL_SEAL)
+		return (15);
+	p = mmap(NULL, 24 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return (16);
+	if (itest_count_nonzero(p, 24 * MiB, &first) != 0)
+		return (17);
+	memset(p, 0x11, 24 * MiB);
+	return (0);
+}
+
+__attribute__((constructor))
+static void
+pc_main(void)
+{
+	const char	*mode = getenv("HPZ_ITEST_POOL_CHILD");
+	int		 fd;
+
+	if (mode == NULL)
+		return;
+	if (strcmp(mode, "sealing") == 0)
+		_exit(pc_memfd(1));
+	if (strcmp(mode, "nosealing") == 0)
+		_exit(pc_memfd(0));
+	if (strcmp(mode, "mapfirst") == 0) {
+		/*
+		 * Mapped before it is sized: it must stay the same file.  (A
+		 * writable hugetlbfs mapping sets the size itself; a read-only
+		 * one does not.)
+		 */
+		volatile unsigned char	*a, *b;
+
+		fd = memfd_create("itest-pool", MFD_HUGETLB | MFD_HUGE_2MB);
+		if (fd < 0)
+			_exit(10);
+		a = mmap(NULL, 24 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+		if (a == MAP_FAILED || ftruncate(fd, (off_t)(24 * MiB)) != 0)
+			_exit(11);
+		if (pc_is_pool(fd))
+			_exit(12);
+		b = mmap(NULL, 24 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, 0);
+		if (b == MAP_FAILED)
+			_exit(13);
+		b[5 * MiB] = 0x77;
+		_exit(a[5 * MiB] == 0x77 ? 0 : 14);
+	}
+	if (strcmp(mode, "probe") == 0) {
+		/* QEMU's qemu_memfd_check: made and closed, never sized. */
+		fd = memfd_create("test", MFD_HUGETLB | MFD_CLOEXEC);
+		_exit(fd >= 0 && close(fd) == 0 ? 0 : 10);
+	}
+	_exit(99);
+}
+
+/* A daemon of the test's own. */
+struct pd {
+	char	dir[64];
+	char	sock[128];
+	char	conf[128];
+	char	log[128];
+	pid_t	pid;
+};
+
+/* The daemon of the running test, killed by pd_fini if the test fails. */
+static pid_t	pd_pid = -1;
+
+static void
+pd_fini(void)
+{
+	if (pd_pid > 0) {
+		kill(pd_pid, SIGKILL);
+		waitpid(pd_pid, NULL, 0);
+		pd_pid = -1;
+	}
+}
+
+TestSuite(pool, .fini = pd_fini);
+
+static int
+pd_scale(void)
+{
+	const char	*s = getenv("HPZ_WAIT_SCALE");
+	int		 v = s != NULL ? atoi(s) : 1;
+
+	return (v > 0 ? v : 1);
+}
+
+static void
+pd_write_conf(struct pd *d, const char *text)
+{
+	FILE	*f = fopen(d->conf, "w");
+
+	cr_assert_not_null(f, "%s: %s", d->conf, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Start (or start again) the daemon on the test's socket. */
+static void
+pd_run(struct pd *d)
+{
+	int	i;
+
+	unlink(d->sock);
+	d->pid = fork();
+	cr_assert_geq(d->pid, 0);
+	if (d->pid == 0) {
+		int	fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int	null = open("/dev/null", O_RDWR);
+
+		/* Not the test's output: a pipe held open would hang make. */
+		if (fd >= 0)
+			dup2(fd, 2);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		execl(itest_daemon_path(), "hpzerod", "--config", d->conf,
+		    "--socket", d->sock, "--workers", "2", "--debug",
+		    (char *)NULL);
+		_exit(121);
+	}
+	pd_pid = d->pid;
+	for (i = 0; i < 500 * pd_scale() && access(d->sock, F_OK) != 0; i++)
+		usleep(10 * 1000);
+	cr_assert_eq(access(d->sock, F_OK), 0, "hpzerod did not come up");
+	setenv("HPZ_SOCKET", d->sock, 1);
+}
+
+static void
+pd_start(struct pd *d, const char *conf)
+{
+	strcpy(d->dir, "/tmp/hpz-pool.XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof(d->sock), "%s/s.sock", d->dir);
+	snprintf(d->conf, sizeof(d->conf), "%s/hpzerod.conf", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/hpzerod.log", d->dir);
+	pd_write_conf(d, conf);
+	/* run.sh keeps the suite's own regions out of the pool. */
+	unsetenv("HPZ_NO_POOL");
+	pd_run(d);
+}
+
+static void
+pd_kill(struct pd *d, int sig)
+{
+	int	status;
+
+	cr_assert_eq(kill(d->pid, sig), 0);
+	cr_assert_eq(waitpid(d->pid, &status, 0), d->pid);
+	d->pid = pd_pid = -1;
+}
+
+/* A clean stop: exit status 0. */
+static void
+pd_stop(struct pd *d)
+{
+	int	status;
+
+	cr_assert_eq(kill(d->pid, SIGTERM), 0);
+	cr_assert_eq(waitpid(d->pid, &status, 0), d->pid);
+	pd_pid = -1;
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "hpzerod exit status 0x%x", status);
+	d->pid = -1;
+	unlink(d->sock);
+	unlink(d->conf);
+	unlink(d->log);
+	rmdir(d->dir);
+}
+
+/* The daemon's pool of 2 MiB pages on node 0. */
+static struct hpz_pool_info
+pd_pool(void)
+{
+	struct hpz_pool_info	info[16];
+	size_t			n, i;
+	int			error;
+
+	error = hpz_pool_status(info, 16, &n);
+	cr_assert_eq(error, 0, "hpz_pool_status: %s", hpz_last_error());
+	for (i = 0; i < n && i < 16; i++)
+		if (info[i].page_size == PD_PAGE && info[i].node == 0)
+			return (info[i]);
+	cr_assert_fail("no 2 MiB pool on node 0 (%zu pools)", n);
+	return (info[0]);
+}
+
+/* Hand-outs of the 2 MiB pools so far, or -1 (for children: no asserts). */
+static long long
+pd_handouts(void)
+{
+	struct hpz_pool_info	info[16];
+	size_t			n, i;
+	long long		sum = 0;
+
+	if (hpz_pool_status(info, 16, &n) != 0)
+		return (-1);
+	for (i = 0; i < n && i < 16; i++)
+		if (info[i].page_size == PD_PAGE)
+			sum += (long long)info[i].handouts;
+	return (sum);
+}
+
+/* Wait (a liveness bound, not a timing) until the pool holds n pages. */
+static struct hpz_pool_info
+pd_wait_ready(unsigned long long n)
+{
+	struct hpz_pool_info	p;
+	int			i;
+
+	for (i = 0; i < 1000 * pd_scale(); i++) {
+		p = pd_pool();
+		if (p.ready_pages == n)
+			return (p);
+		usleep(10 * 1000);
+	}
+	cr_assert_fail("the pool holds %llu pages after 10 s, expected %llu "
+	    "(target %llu, host %llu free, reserve %llu)", p.ready_pages, n,
+	    p.target_pages, p.host_avail_pages, p.reserve_pages);
+	return (p);
+}
+
+/* Free 2 MiB pages nobody has reserved. */
+static long
+pd_host_avail(void)
+{
+	char	 path[128];
+	FILE	*f;
+	long	 v[2] = { 0, 0 };
+	int	 i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/"
+		    "hugepages-2048kB/%s", i == 0 ? "free_hugepages" :
+		    "resv_hugepages");
+		if ((f = fopen(path, "r")) == NULL)
+			return (-1);
+		if (fscanf(f, "%ld", &v[i]) != 1)
+			v[i] = 0;
+		fclose(f);
+	}
+	return (v[0] - v[1]);
+}
+
+static ino_t
+pd_ino(int fd)
+{
+	struct stat	st;
+
+	cr_assert_eq(fstat(fd, &st), 0);
+	return (st.st_ino);
+}
+
+/* Is the first 4 KiB of each huge page of [p, p+len) mapped here? */
+static size_t
+pd_mapped_pages(const void *p, size_t len)
+{
+	uint64_t	ent;
+	uintptr_t	a;
+	size_t		n = 0;
+	int		fd;
+
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	for (a = (uintptr_t)p; a < (uintptr_t)p + len; a += PD_PAGE)
+		if (pread(fd, &ent, sizeof(ent), (off_t)(a / 4096 *
+		    sizeof(ent))) == (ssize_t)sizeof(ent) && (ent & (1ULL << 63)))
+			n++;
+	close(fd);
+	return (n);
+}
+
+Test(pool, two_clients_get_different_files_never_a_byte)
+{
+	struct pd		 d;
+	struct hpz_region	 a, b;
+	struct hpz_pool_info	 p0, p1;
+	size_t			 first, n;
+	ino_t			 ino_a;
+	pid_t			 child;
+	int			 status;
+
+	itest_need_pages(2048, 16 + 16 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 32M\nreserve_2m = 16M\n");
+	p0 = pd_wait_ready(16);
+	cr_assert_eq(hpz_region_create(&a, 32 * MiB, HPZ_PAGE_2M), 0, "%s",
+	    hpz_last_error());
+	p1 = pd_pool();
+	cr_assert_eq(p1.handouts, p0.handouts + 1,
+	    "the region did not get a pool file");
+	cr_assert_eq(p1.handout_pages, p0.handout_pages + 16);
+	ino_a = pd_ino(a.fd);
+	n = itest_count_nonzero(a.addr, a.len, &first);
+	cr_assert_eq(n, 0, "a pool file held %zu non-zero words (first at %zu)",
+	    n, first);
+	memset(a.addr, 0xa5, a.len);
+
+	/* Another client, once the pool has refilled. */
+	pd_wait_ready(16);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		long long	h0 = pd_handouts();
+
+		if (hpz_region_create(&b, 32 * MiB, HPZ_PAGE_2M) != 0)
+			_exit(2);
+		if (h0 < 0 || pd_handouts() != h0 + 1)
+			_exit(3);
+		if (pd_ino(b.fd) == ino_a)
+			_exit(4);
+		if (itest_count_nonzero(b.addr, b.len, &first) != 0)
+			_exit(5);
+		/* Registered and served by the daemon, it still reads zero. */
+		if (hpz_register(&b) != 0)
+			_exit(6);
+		if (madvise(b.addr, b.len, MADV_DONTNEED) != 0 ||
+		    itest_count_nonzero(b.addr, b.len, &first) != 0)
+			_exit(7);
+		hpz_region_destroy(&b);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "second client: exit 0x%x (2 no region, 3 not from the pool, "
+	    "4 the first client's file, 5 non-zero, 6 register, 7 non-zero "
+	    "after register)", status);
+	/* Nobody touched the first client's data. */
+	n = itest_count_not(a.addr, a.len, 0xa5, &first);
+	cr_assert_eq(n, 0, "%zu bytes of the first client's data changed "
+	    "(first at %zu)", n, first);
+	hpz_region_destroy(&a);
+	pd_stop(&d);
+}
+
+Test(pool, not_handed_out_twice_across_a_restart)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	unsigned char		*pa, *pb;
+	size_t			 ready_a, ready_b, first, n;
+	int			 fa, fb;
+
+	itest_need_pages(2048, 16 + 16 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 32M\nreserve_2m = 16M\n");
+	pd_wait_ready(16);
+	fa = hpz_pool_take(0, HPZ_PAGE_2M, "before", &ready_a);
+	cr_assert_geq(fa, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready_a, 32 * MiB);
+	pa = mmap(NULL, ready_a, PROT_READ | PROT_WRITE, MAP_SHARED, fa, 0);
+	cr_assert_neq(pa, MAP_FAILED);
+	memset(pa, 0x5a, ready_a);
+	/* The refill dies with the daemon; the new one has a pool of its own. */
+	pd_wait_ready(16);
+	pd_kill(&d, SIGKILL);
+	pd_run(&d);
+	p = pd_wait_ready(16);
+	cr_assert_eq(p.handouts, 0);
+	fb = hpz_pool_take(0, HPZ_PAGE_2M, "after", &ready_b);
+	cr_assert_geq(fb, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_neq(pd_ino(fb), pd_ino(fa),
+	    "the restarted daemon handed out the file of the first");
+	pb = mmap(NULL, ready_b, PROT_READ | PROT_WRITE, MAP_SHARED, fb, 0);
+	cr_assert_neq(pb, MAP_FAILED);
+	n = itest_count_nonzero(pb, ready_b, &first);
+	cr_assert_eq(n, 0, "%zu non-zero words after the restart (first at "
+	    "%zu)", n, first);
+	n = itest_count_not(pa, ready_a, 0x5a, &first);
+	cr_assert_eq(n, 0, "the first file's data changed at %zu", first);
+	munmap(pa, ready_a);
+	munmap(pb, ready_b);
+	close(fa);
+	close(fb);
+	pd_stop(&d);
+}
+
+Test(pool, gives_pages_back_to_a_program_without_hpzerod)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	unsigned char		*pa[PD_TAKES], *pb = MAP_FAILED;
+	long			 avail, na[PD_TAKES];
+	size_t			 j;
+	int			 i, n = 0;
+
+	itest_need_pages(2048, 16 + 8 + 8);
+	/* The pool may hold 16 pages, and leaves 8 free for the others. */
+	pd_start(&d, "[pool]\nsize_2m = 32M\nreserve_2m = 16M\n");
+	p = pd_wait_ready(16);
+	cr_assert_geq(p.host_avail_pages, 8, "the pool filled past the "
+	    "reserve: the host has %llu free", p.host_avail_pages);
+	/*
+	 * Take all but 4 of the free pages: the host is below the reserve,
+	 * and the pool must give 4 back.  Others on the machine may free
+	 * pages meanwhile: take those too, until the pool has given back.
+	 */
+	for (i = 0; i < 1000 * pd_scale(); i++) {
+		p = pd_pool();
+		if (p.yielded_pages >= 4)
+			break;
+		avail = pd_host_avail();
+		if (avail >= 8 && n < PD_TAKES) {
+			na[n] = avail - 4;
+			pa[n] = mmap(NULL, (size_t)na[n] * PD_PAGE, PROT_READ |
+			    PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+			    MAP_HUGETLB, -1, 0);
+			if (pa[n] != MAP_FAILED) {
+				for (j = 0; j < (size_t)na[n] * PD_PAGE;
+				    j += PD_PAGE)
+					pa[n][j] = 1;
+				n++;
+			}
+		}
+		usleep(10 * 1000);
+	}
+	cr_assert_gt(n, 0, "could not take the host's free pages");
+	cr_assert_geq(p.yielded_pages, 4, "the pool kept its pages: it holds "
+	    "%llu, gave back %llu, the host has %ld free", p.ready_pages,
+	    p.yielded_pages, pd_host_avail());
+	/* 8 pages more: there only because the pool gave 4 of its back. */
+	for (i = 0; i < 1000 * pd_scale() && pb == MAP_FAILED; i++) {
+		pb = mmap(NULL, 8 * PD_PAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (pb == MAP_FAILED)
+			usleep(10 * 1000);
+	}
+	p = pd_pool();
+	cr_assert_neq(pb, MAP_FAILED, "no 8 pages for the program after 10 s: "
+	    "the pool holds %llu, gave back %llu, the host has %ld free",
+	    p.ready_pages, p.yielded_pages, pd_host_avail());
+	/* (How much the pool holds now depends on what others freed.) */
+	for (j = 0; j < 8 * PD_PAGE; j += PD_PAGE)
+		pb[j] = 1;
+	for (i = 0; i < n; i++)
+		munmap(pa[i], (size_t)na[i] * PD_PAGE);
+	munmap(pb, 8 * PD_PAGE);
+	/* And the pool fills again once the pages are back. */
+	pd_wait_ready(16);
+	pd_stop(&d);
+}
+
+Test(pool, stops_at_the_reserve)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p, q;
+	char			 conf[256];
+	long			 avail;
+	int			 i, same = 0;
+
+	itest_need_pages(2048, 32);
+	/* A reserve that leaves the pool room for about 8 of its 32 pages. */
+	avail = pd_host_avail();
+	snprintf(conf, sizeof(conf), "[pool]\nsize_2m = 64M\n"
+	    "reserve_2m = %ldM\n", (avail - 8) * 2);
+	pd_start(&d, conf);
+	p = pd_pool();
+	for (i = 0; i < 1000 * pd_scale() && same < 10; i++) {
+		usleep(20 * 1000);
+		q = pd_pool();
+		same = q.ready_pages == p.ready_pages && q.ready_pages > 0 ?
+		    same + 1 : 0;
+		p = q;
+	}
+	/*
+	 * A pool that fills past the reserve never settles: it takes a page,
+	 * gives it back, takes it again, thousands of times a second.  Others
+	 * on the machine freeing or taking pages may make it allocate a few
+	 * (never more than its size) in half a second.
+	 */
+	cr_assert_gt(p.ready_pages, 0, "the pool took nothing");
+	cr_assert_geq(p.host_avail_pages, p.reserve_pages, "the pool filled "
+	    "past the reserve (%llu pages; the host had %ld free, has %llu, "
+	    "keeps %llu)", p.ready_pages, avail, p.host_avail_pages,
+	    p.reserve_pages);
+	usleep(500 * 1000);
+	q = pd_pool();
+	cr_assert_lt(q.filled_pages - p.filled_pages, 32, "the pool allocated "
+	    "%llu pages and gave back %llu in 0.5 s: it fills past its reserve",
+	    q.filled_pages - p.filled_pages, q.yielded_pages - p.yielded_pages);
+	pd_stop(&d);
+}
+
+Test(pool, ftruncate_seals_and_offsets_work_on_a_pool_file)
+{
+	struct pd	 d;
+	unsigned char	*p, *q;
+	size_t		 ready, first, n;
+	struct stat	 st;
+	int		 fd, seals;
+
+	itest_need_pages(2048, 8 + 4 + 8 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 16M\nreserve_2m = 16M\n");
+	pd_wait_ready(8);
+	fd = hpz_pool_take(0, HPZ_PAGE_2M, "memory-backend-memfd", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, 16 * MiB);
+	cr_assert_eq(fcntl(fd, F_GET_SEALS), 0, "the daemon sealed its file");
+	/* QEMU's way: its size, then its seals (memory-backend-memfd seal=on). */
+	cr_assert_eq(ftruncate(fd, 24 * MiB), 0, "grow: %s", strerror(errno));
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK |
+	    F_SEAL_SEAL), 0, "F_ADD_SEALS: %s", strerror(errno));
+	seals = fcntl(fd, F_GET_SEALS);
+	cr_assert_eq(seals, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+	cr_assert_eq(ftruncate(fd, 32 * MiB), -1);
+	cr_assert_eq(errno, EPERM);
+	cr_assert_eq(ftruncate(fd, 8 * MiB), -1);
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(st.st_size, 24 * MiB);
+	/* A mapping at an offset, across pool pages and fresh ones. */
+	p = mmap(NULL, 22 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	    2 * MiB);
+	cr_assert_neq(p, MAP_FAILED, "mmap at 2M: %s", strerror(errno));
+	n = itest_count_nonzero(p, 22 * MiB, &first);
+	cr_assert_eq(n, 0, "%zu non-zero words (first at %zu)", n, first);
+	memset(p, 0x3c, 22 * MiB);
+	q = mmap(NULL, 24 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(q, MAP_FAILED);
+	cr_assert_eq(itest_count_nonzero(q, 2 * MiB, &first), 0);
+	cr_assert_eq(itest_count_not(q + 2 * MiB, 22 * MiB, 0x3c, &first), 0);
+	munmap(p, 22 * MiB);
+	munmap(q, 24 * MiB);
+	close(fd);
+
+	/* A program that wants less: the rest goes back, what stays is zero. */
+	pd_wait_ready(8);
+	fd = hpz_pool_take(4 * MiB, HPZ_PAGE_2M, "small", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ftruncate(fd, 4 * MiB), 0);
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(st.st_size, 4 * MiB);
+	p = mmap(NULL, 4 * MiB, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	cr_assert_eq(itest_count_nonzero(p, 4 * MiB, &first), 0);
+	munmap(p, 4 * MiB);
+	close(fd);
+	pd_stop(&d);
+}
+
+Test(pool, one_uid_cannot_take_every_file)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	size_t			 ready;
+	pid_t			 child;
+	int			 fd, status;
+
+	itest_need_pages(2048, 8 + 8 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 16M\nreserve_2m = 16M\n"
+	    "uid_bytes = 16M\n");
+	cr_assert_eq(chmod(d.dir, 0755), 0);
+	cr_assert_eq(chmod(d.sock, 0666), 0);
+	pd_wait_ready(8);
+	fd = hpz_pool_take(0, HPZ_PAGE_2M, "first", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	close(fd);
+	pd_wait_ready(8);
+	fd = hpz_pool_take(0, HPZ_PAGE_2M, "second", &ready);
+	cr_assert_eq(fd, -EDQUOT, "a second 16 MiB within the minute: %d (%s)",
+	    fd, hpz_last_error());
+	p = pd_pool();
+	cr_assert_eq(p.refused, 1);
+	cr_assert_eq(p.ready_pages, 8, "a refused request took pages");
+	/* Another uid still gets its file. */
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		fd = hpz_pool_take(0, HPZ_PAGE_2M, "other uid", &ready);
+		_exit(fd >= 0 && ready == 16 * MiB ? 0 : 3);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the other uid got no pool file: exit 0x%x", status);
+	pd_stop(&d);
+}
+
+Test(pool, region_create_premap_rest_and_ways_out)
+{
+	struct pd		 d;
+	struct hpz_region	 r;
+	struct hpz_pool_info	 p0, p1;
+	struct hpz_status	 s0, s1;
+	size_t			 first;
+	int			 i;
+
+	itest_need_pages(2048, 8 + 8 + 16 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 16M\nreserve_2m = 16M\n");
+	p0 = pd_wait_ready(8);
+
+	/* HPZ_PREMAP: the pool's pages are mapped at once: no fault at all. */
+	cr_assert_eq(hpz_region_create(&r, 16 * MiB, HPZ_PAGE_2M | HPZ_PREMAP),
+	    0, "%s", hpz_last_error());
+	cr_assert_eq(r.flags, HPZ_PREMAP);
+	cr_assert_eq(pd_pool().handouts, p0.handouts + 1);
+	cr_assert_eq(pd_mapped_pages(r.addr, r.len), 8);
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	s0 = itest_status();
+	cr_assert_eq(itest_count_nonzero(r.addr, r.len, &first), 0);
+	s1 = itest_status();
+	cr_assert_eq(s1.faults, s0.faults);
+	hpz_region_destroy(&r);
+
+	/* Larger than the pool: the rest is fresh, allocated ahead if asked. */
+	p0 = pd_wait_ready(8);
+	s0 = itest_status();
+	cr_assert_eq(hpz_region_create(&r, 32 * MiB, HPZ_PAGE_2M |
+	    HPZ_AHEAD_EAGER), 0, "%s", hpz_last_error());
+	cr_assert_eq(pd_pool().handout_pages, p0.handout_pages + 8);
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	for (i = 0; i < 1000 * pd_scale(); i++) {
+		s1 = itest_status();
+		if (s1.bg_pages_populated - s0.bg_pages_populated >= 16)
+			break;
+		usleep(10 * 1000);
+	}
+	cr_assert_geq(s1.bg_pages_populated - s0.bg_pages_populated, 16);
+	cr_assert_eq(itest_count_nonzero(r.addr, r.len, &first), 0);
+	s1 = itest_status_faults(&s0, 0);
+	cr_assert_eq(s1.faults_missing, s0.faults_missing,
+	    "the daemon served missing faults: the rest was not allocated");
+	hpz_region_destroy(&r);
+
+	/* The ways out: a flag, and the environment. */
+	p0 = pd_wait_ready(8);
+	cr_assert_eq(hpz_region_create(&r, 16 * MiB, HPZ_PAGE_2M |
+	    HPZ_NO_POOL), 0);
+	hpz_region_destroy(&r);
+	setenv("HPZ_NO_POOL", "1", 1);
+	cr_assert_eq(hpz_region_create(&r, 16 * MiB, HPZ_PAGE_2M), 0);
+	hpz_region_destroy(&r);
+	unsetenv("HPZ_NO_POOL");
+	p1 = pd_pool();
+	cr_assert_eq(p1.handouts, p0.handouts, "HPZ_NO_POOL took a pool file");
+	cr_assert_eq(hpz_region_create(&r, 16 * MiB, HPZ_PAGE_2M |
+	    HPZ_DISCARD), -EINVAL);
+	pd_stop(&d);
+}
+
+Test(pool, sighup_resizes_and_turns_it_off)
+{
+	struct pd	d;
+	size_t		ready;
+	int		fd;
+
+	itest_need_pages(2048, 16 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 32M\nreserve_2m = 16M\n");
+	pd_wait_ready(16);
+	pd_write_conf(&d, "[pool]\nsize_2m = 8M\nreserve_2m = 16M\n");
+	kill(d.pid, SIGHUP);
+	cr_assert_eq(pd_wait_ready(4).target_pages, 4);
+	pd_write_conf(&d, "[pool]\nenable = no\n");
+	kill(d.pid, SIGHUP);
+	cr_assert_eq(pd_wait_ready(0).enabled, 0);
+	fd = hpz_pool_take(0, HPZ_PAGE_2M, "off", &ready);
+	cr_assert_eq(fd, -ENOENT, "%d: %s", fd, hpz_last_error());
+	pd_stop(&d);
+}
+
+/* Run this binary under hpz-run in a pc_main mode; its exit status. */
+static int
+pd_run_child(struct pd *d, const char *mode)
+{
+	char	self[PATH_MAX], run[PATH_MAX], pre[PATH_MAX], libs[PATH_MAX];
+	char	asan[512];
+	const char *dir = getenv("HPZ_BUILDDIR"), *old;
+	ssize_t	n;
+	pid_t	pid;
+	int	status, fd;
+
+	cr_assert_not_null(dir);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	cr_assert_gt(n, 0);
+	self[n] = '\0';
+	snprintf(run, sizeof(run), "%s/client/hpz-run", dir);
+	snprintf(pre, sizeof(pre), "%s/client/.libs/libhpz-preload.so", dir);
+	snprintf(libs, sizeof(libs), "%s/lib/.libs", dir);
+	old = getenv("ASAN_OPTIONS");
+	snprintf(asan, sizeof(asan), "%s%sverify_asan_link_order=0",
+	    old != NULL ? old : "", old != NULL ? ":" : "");
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		fd = open(d->log, O_WRONLY | O_APPEND);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		setenv("HPZ_ITEST_POOL_CHILD", mode, 1);
+		setenv("HPZ_PRELOAD", pre, 1);
+		setenv("LD_LIBRARY_PATH", libs, 1);
+		setenv("ASAN_OPTIONS", asan, 1);
+		unsetenv("HPZ_RUN_FLAGS");
+		execl(run, "hpz-run", "-v", "-m", "2M", "-s", d->sock, "--",
+		    self, (char *)NULL);
+		_exit(98);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "child %s: status 0x%x", mode, status);
+	return (WEXITSTATUS(status));
+}
+
+Test(pool, hpz_run_memfd_becomes_a_pool_file)
+{
+	struct pd		d;
+	struct hpz_pool_info	p0, p1;
+	int			rc;
+
+	itest_need_pages(2048, 8 + 12 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 16M\nreserve_2m = 16M\n");
+	p0 = pd_wait_ready(8);
+	/* 12: the pool file's seal emulation, 13 its close-on-exec. */
+	rc = pd_run_child(&d, "sealing");
+	cr_assert_eq(rc, 0, "sealing memfd: exit %d (10 memfd_create, 11 "
+	    "ftruncate, 12 not a pool file, 13 FD_CLOEXEC, 14 QEMU's seals, "
+	    "16 mmap, 17 not zero)", rc);
+	p1 = pd_wait_ready(8);
+	cr_assert_eq(p1.handouts, p0.handouts + 1);
+	rc = pd_run_child(&d, "nosealing");
+	cr_assert_eq(rc, 0, "memfd without MFD_ALLOW_SEALING: exit %d (15: "
+	    "it took a seal)", rc);
+	p0 = pd_wait_ready(8);
+	cr_assert_eq(p0.handouts, p1.handouts + 1);
+	cr_assert_eq(pd_run_child(&d, "probe"), 0);
+	p1 = pd_pool();
+	cr_assert_eq(p1.handouts, p0.handouts, "a probe took a pool file");
+	rc = pd_run_child(&d, "mapfirst");
+	cr_assert_eq(rc, 0, "a memfd mapped before it was sized: exit %d (12: "
+	    "it became a pool file under its mapping, 14: the mapping and the "
+	    "fd are not one file)", rc);
+	cr_assert_eq(pd_pool().handouts, p1.handouts);
+	pd_stop(&d);
+}
