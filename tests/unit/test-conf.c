@@ -745,6 +745,9 @@ Test(conf, region_cost_limits)
 	cr_assert_eq(c.uid_state_bytes, 0);
 	expect_good("[limits]\nregion_pages = 0\n", &c);
 	cr_assert_eq(c.region_pages, 0, "0 is no limit");
+	expect_bad_values(bad, sizeof(bad) / sizeof(bad[0]));
+}
+
 /* --- [pool] --------------------------------------------------------------- */
 
 Test(conf, pool_defaults)
