@@ -43,6 +43,7 @@ static const struct option hpzd_options[] = {
 	{ "background-gbs", required_argument,	NULL, 'B' },
 	{ "client-gbs",	required_argument,	NULL, 'C' },
 	{ "scrub",	required_argument,	NULL, 'U' },
+	{ "pool",	required_argument,	NULL, 'P' },
 	{ "debug",	no_argument,		NULL, 'd' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -72,6 +73,7 @@ hpzd_usage(FILE *f)
 	    "      --split on|off      share a page's clear with workers\n"
 	    "                          already spinning (default on)\n"
 	    "      --scrub on|off      clear garbage in the background\n"
+	    "      --pool on|off       keep a pre-zeroed pool of huge pages\n"
 	    "      --background-gbs G  background budget in all (0: none)\n"
 	    "      --client-gbs G      background budget a client (0: none)\n"
 	    "  -d, --debug             log debug messages\n"
@@ -249,6 +251,14 @@ hpzd_args(struct conf *c, int quiet, int *debug)
 				c->scrub = 1;
 			else if (strcmp(optarg, "off") == 0)
 				c->scrub = 0;
+			else
+				goto bad;
+			break;
+		case 'P':
+			if (strcmp(optarg, "on") == 0)
+				c->pool = 1;
+			else if (strcmp(optarg, "off") == 0)
+				c->pool = 0;
 			else
 				goto bad;
 			break;

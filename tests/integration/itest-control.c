@@ -820,11 +820,11 @@ ctl_daemon_start(struct ctl_daemon *d)
 			dup2(fd, 2);
 		if (d->conf[0] != '\0')
 			execl(itest_daemon_path(), "hpzerod", "--socket",
-			    d->sock, "--workers", "2", "--config", d->conf,
+			    d->sock, "--workers", "2", "--pool", "off", "--config", d->conf,
 			    (char *)NULL);
 		else
 			execl(itest_daemon_path(), "hpzerod", "--socket",
-			    d->sock, "--workers", "2", (char *)NULL);
+			    d->sock, "--workers", "2", "--pool", "off", (char *)NULL);
 		_exit(121);
 	}
 	for (i = 0; i < 500 && access(d->sock, F_OK) != 0; i++)

@@ -90,7 +90,7 @@ cr_daemon_start(struct cr *c)
 		if (fd >= 0)
 			dup2(fd, 2);
 		execl(path, "hpzerod", "--socket", c->sock, "--workers", "2",
-		    (char *)NULL);
+		    "--pool", "off", (char *)NULL);
 		_exit(121);
 	}
 	for (i = 0; i < 500 && access(c->sock, F_OK) != 0; i++)

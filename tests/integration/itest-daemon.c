@@ -69,7 +69,8 @@ sd_start(struct sd *s)
 		setenv("LISTEN_FDS", "1", 1);
 		setenv("NOTIFY_SOCKET", s->notify, 1);
 		execl(itest_daemon_path(), "hpzerod", "--workers", "2",
-		    "--socket", "/nonexistent/not-used.sock", (char *)NULL);
+		    "--socket", "/nonexistent/not-used.sock", "--pool", "off",
+		    (char *)NULL);
 		_exit(121);
 	}
 	close(lfd);
@@ -228,7 +229,7 @@ conf_start(const char *conf, const char *sock)
 
 		dup2(null, 2);
 		execl(itest_daemon_path(), "hpzerod", "--config", conf, "--socket",
-		    sock, (char *)NULL);
+		    sock, "--pool", "off", (char *)NULL);
 		_exit(121);
 	}
 	for (i = 0; i < 200 && access(sock, F_OK) != 0; i++)

@@ -175,10 +175,11 @@ fs_start(struct fs *s)
 		dup2(fd, 2);
 	if (s->conf[0] != '\0')
 		execl(itest_daemon_path(), "hpzerod", "--workers", "2",
-		    "--socket", s->sock, "--config", s->conf, (char *)NULL);
+		    "--socket", s->sock, "--config", s->conf, "--pool", "off",
+		    (char *)NULL);
 	else
 		execl(itest_daemon_path(), "hpzerod", "--workers", "2",
-		    "--socket", s->sock, (char *)NULL);
+		    "--socket", s->sock, "--pool", "off", (char *)NULL);
 	_exit(122);
 }
 

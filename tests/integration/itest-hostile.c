@@ -649,7 +649,7 @@ Test(attack, sigterm_stops_daemon_under_attack, .timeout = 180)
 		if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644)) >= 0)
 			dup2(fd, 2);
 		execl(itest_daemon_path(), "hpzerod", "--socket", sock,
-		    "--workers", "2", (char *)NULL);
+		    "--workers", "2", "--pool", "off", (char *)NULL);
 		_exit(121);
 	}
 	for (i = 0; i < 500 && access(sock, F_OK) != 0; i++)

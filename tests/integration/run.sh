@@ -40,7 +40,7 @@ if [ -n "${HPZ_VALGRIND:-}" ]; then
 	    --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect"
 	export HPZ_WAIT_SCALE=20
 fi
-$vg "$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" 8>&- &
+$vg "$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off 2>"$dir/hpzerod.log" 8>&- &
 pid=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 if [ ! -S "$sock" ]; then

@@ -171,7 +171,7 @@ hugetlbfs_mount = "$dir/hugepages"
 EOF
 
 # hpzerod on its default socket, which group hpz may use (hpzerod.socket).
-"$HPZEROD" --socket /run/hpzerod/hpzerod.sock --workers 2 \
+"$HPZEROD" --socket /run/hpzerod/hpzerod.sock --workers 2 --pool off \
     2>"$dir/hpzerod.log" &
 dpid=$!
 pids+=($dpid)

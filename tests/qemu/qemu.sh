@@ -73,7 +73,7 @@ if [ "$(cat "$FREE")" -lt $((MEM_MB / 2)) ]; then
 fi
 
 sock=$dir/hpzerod.sock
-"$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" &
+"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off 2>"$dir/hpzerod.log" &
 pid=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 if [ ! -S "$sock" ]; then

@@ -89,7 +89,7 @@ if ! mount -t hugetlbfs -o pagesize=2M none "$mnt" 2>"$dir/mount.err"; then
 fi
 
 sock=$dir/hpzerod.sock
-"$B/daemon/hpzerod" --socket "$sock" --workers 2 2>"$dir/hpzerod.log" 8>&- &
+"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off 2>"$dir/hpzerod.log" 8>&- &
 dpid=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
 [ -S "$sock" ] || { echo "FAIL: hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1; }

@@ -67,7 +67,7 @@ bad=0
 # file may still be there).
 start_daemon() {
 	lives=$((lives + 1))
-	"$B/daemon/hpzerod" --socket "$sock" --workers 2 ${HPZ_SOAK_DAEMON_ARGS:-} \
+	"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off ${HPZ_SOAK_DAEMON_ARGS:-} \
 	    2>"$dir/hpzerod.$lives.log" 8>&- &
 	dpid=$!
 	for _ in $(seq 400); do
