@@ -26,9 +26,6 @@ static char		**hpzd_argv;
 static const char	*hpzd_config;	/* NULL: the default, may be absent */
 static struct conf	 hpzd_conf;	/* what runs */
 
-struct event_base	*hpzd_base;
-uint64_t		 hpzd_start_ns;
-
 static const struct option hpzd_options[] = {
 	{ "socket",	required_argument,	NULL, 's' },
 	{ "workers",	required_argument,	NULL, 'w' },

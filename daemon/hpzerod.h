@@ -285,7 +285,7 @@ struct stats {
 	atomic_uint_fast64_t	faults_stray;	/* outside their region */
 };
 
-/* hpzerod.c */
+/* globals.c: set up by hpzerod.c */
 extern struct event_base	*hpzd_base;
 extern uint64_t			 hpzd_start_ns;
 
