@@ -24,6 +24,7 @@
 
 #include "hpz.h"
 #include "size.h"
+#include "util.h"
 
 #ifndef MAP_HUGE_SHIFT
 #define MAP_HUGE_SHIFT		26
@@ -90,9 +91,6 @@ static unsigned long	demo_sink;
 static void	demo_usage(FILE *);
 static void	demo_usage_error(const char *, ...)
 		    __attribute__((format(printf, 1, 2), noreturn));
-static uint64_t	demo_now(void);
-static const char *demo_human(size_t, char *, size_t);
-static int	demo_parse_size(const char *, size_t *);
 static int	demo_parse_int(const char *, int, int, int *);
 static int	demo_pool(const struct demo *);
 static void	*demo_thread_main(void *);
@@ -138,50 +136,6 @@ demo_usage_error(const char *fmt, ...)
 	fputc('\n', stderr);
 	demo_usage(stderr);
 	exit(DEMO_EXIT_USAGE);
-}
-
-/* Monotonic nanoseconds; wall-clock jumps must not enter a figure. */
-static uint64_t
-demo_now(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
-}
-
-/* Sizes in the units people pick them in: 512 MiB, 1.50 GiB. */
-static const char *
-demo_human(size_t n, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	size_t		 u = 0, whole = n;
-
-	while (whole >= 1024 && whole % 1024 == 0 &&
-	    u < sizeof units / sizeof units[0] - 1) {
-		whole /= 1024;
-		u++;
-	}
-	if (whole < 1024 || u == sizeof units / sizeof units[0] - 1) {
-		snprintf(buf, len, "%zu %s", whole, units[u]);
-		return (buf);
-	}
-	/* Not a round number of the next unit: two decimals of it. */
-	snprintf(buf, len, "%.2f %s", (double)whole / 1024.0, units[u + 1]);
-	return (buf);
-}
-
-/* Parse 512M, 1G, 4096; 0 on success, -1 on garbage or overflow. */
-static int
-demo_parse_size(const char *s, size_t *out)
-{
-	uint64_t	v;
-
-	/* The warm-up maps more than the size: keep far from overflow. */
-	if (size_parse(s, &v) != 0 || v == 0 || v > SIZE_MAX / 4)
-		return (-1);
-	*out = (size_t)v;
-	return (0);
 }
 
 /* Parse a decimal int within [min, max]; 0 on success. */
@@ -312,10 +266,10 @@ demo_touch(const struct demo *d, void *addr, size_t len)
 	}
 
 	pthread_barrier_wait(&barrier);
-	t0 = demo_now();
+	t0 = util_now_ns();
 	for (i = 0; i < d->threads; i++)
 		pthread_join(t[i].tid, NULL);
-	t1 = demo_now();
+	t1 = util_now_ns();
 
 	for (i = 0; i < d->threads; i++)
 		demo_sink += t[i].sink;
@@ -481,9 +435,9 @@ demo_hpz_run(struct demo *d, int run, double *fresh, double *recycled,
 		goto out;
 
 	memset(reg.addr, DEMO_PATTERN, d->size);
-	t0 = demo_now();
+	t0 = util_now_ns();
 	error = hpz_reset(&reg);
-	t1 = demo_now();
+	t1 = util_now_ns();
 	if (error != 0) {
 		demo_hpz_error(d, "hpz_reset", error);
 		goto out;
@@ -543,9 +497,9 @@ demo_pool_run(struct demo *d, int run, double *gbs)
 	int			 error, rc = DEMO_EXIT_FAIL;
 
 	*gbs = NAN;
-	deadline = demo_now() + DEMO_POOL_WAIT_MS * 1000000ULL;
+	deadline = util_now_ns() + DEMO_POOL_WAIT_MS * 1000000ULL;
 	while (demo_pool_level(d, &ready, &h0) == 0 &&
-	    ready * d->page < d->size && demo_now() < deadline)
+	    ready * d->page < d->size && util_now_ns() < deadline)
 		nanosleep(&ts, NULL);
 	if (demo_pool_level(d, &ready, &h0) != 0 || ready == 0)
 		return (0);
@@ -656,7 +610,8 @@ main(int argc, char **argv)
 			}
 			break;
 		case 'S':
-			if (demo_parse_size(optarg, &d.size) != 0)
+			/* The warm-up maps more than the size: far from overflow. */
+			if (util_parse_size(optarg, SIZE_MAX / 4, &d.size) != 0)
 				demo_usage_error("-S: bad size '%s'", optarg);
 			size_set = 1;
 			break;
@@ -701,14 +656,14 @@ main(int argc, char **argv)
 		d.size = d.page;
 	if (d.size % d.page != 0)
 		demo_usage_error("-S: %s is not a multiple of the %s page",
-		    demo_human(d.size, sz, sizeof sz), d.pagename);
+		    util_size(UTIL_SIZE_ROUND, d.size, sz, sizeof sz), d.pagename);
 	d.socket = getenv("HPZ_SOCKET");
 	if (d.socket == NULL || *d.socket == '\0')
 		d.socket = HPZ_SOCKET_DEFAULT;
 
 	printf("hpz-demo %s: %s of %s pages, %d thread%s, %d run%s,"
 	    " hpzerod at %s\n", HPZ_VERSION,
-	    demo_human(d.size, sz, sizeof sz), d.pagename, d.threads,
+	    util_size(UTIL_SIZE_ROUND, d.size, sz, sizeof sz), d.pagename, d.threads,
 	    d.threads == 1 ? "" : "s", d.runs, d.runs == 1 ? "" : "s",
 	    d.socket);
 
@@ -733,7 +688,7 @@ main(int argc, char **argv)
 	 * very slow: touch all the pages the runs will use once, untimed.
 	 */
 	printf("warming memory: %s with the kernel (not reported)\n",
-	    demo_human(2 * d.size, h, sizeof h));
+	    util_size(UTIL_SIZE_ROUND, 2 * d.size, h, sizeof h));
 	fflush(stdout);
 	if ((rc = demo_kernel_run(&d, 2 * d.size, &warm)) != 0)
 		goto out;

@@ -24,6 +24,7 @@
 #include <json.h>
 
 #include "hpz.h"
+#include "util.h"
 
 /* Exit status of a command line hpzctl does not understand. */
 #define HPZCTL_EXIT_USAGE	2
@@ -99,7 +100,6 @@ static const char *hpzctl_socket(void);
 static unsigned long long hpzctl_value(const struct hpz_status *,
 		    const struct hpzctl_field *);
 static unsigned long long hpzctl_fault_mean(const struct hpz_status *);
-static const char *hpzctl_bytes(unsigned long long, char *, size_t);
 static const char *hpzctl_uptime(unsigned long long, char *, size_t);
 static int	hpzctl_query(struct hpz_status *);
 static unsigned long long hpzctl_percentile(const struct hpz_status *, double);
@@ -119,7 +119,6 @@ static int	hpzctl_json_add(struct json_object *, const char *,
 static int	hpzctl_stats_json(const struct hpz_status *);
 static double	hpzctl_parse_interval(const char *, const char *);
 static unsigned long hpzctl_parse_count(const char *, const char *);
-static double	hpzctl_now(void);
 static int	hpzctl_region_cmp(const void *, const void *);
 static struct hpz_region_info *hpzctl_top_sample(struct hpz_status *,
 		    size_t *);
@@ -228,27 +227,6 @@ hpzctl_fault_mean(const struct hpz_status *st)
 	return (st->fault_ns_total / st->faults);
 }
 
-/* A byte count a person can read at a glance: 1.50 GiB. */
-static const char *
-hpzctl_bytes(unsigned long long n, char *buf, size_t len)
-{
-	static const char *const units[] = {
-		"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"
-	};
-	double		 v = (double)n;
-	size_t		 u = 0;
-
-	while (v >= 1024.0 && u < sizeof units / sizeof units[0] - 1) {
-		v /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", n);
-	else
-		snprintf(buf, len, "%.2f %s", v, units[u]);
-	return (buf);
-}
-
 /* Uptime the way people say it: 3d04h05m06s, 1h02m03s, 2m03s, 7s. */
 static const char *
 hpzctl_uptime(unsigned long long ms, char *buf, size_t len)
@@ -308,13 +286,13 @@ hpzctl_status(int argc, char **argv)
 	printf("  %-18s %llu\n", "clients:", st.clients);
 	printf("  %-18s %llu\n", "regions:", st.regions);
 	printf("  %-18s %s (%llu bytes)\n", "bytes registered:",
-	    hpzctl_bytes(st.bytes_registered, b1, sizeof b1),
+	    util_size(UTIL_SIZE_DECIMAL, st.bytes_registered, b1, sizeof b1),
 	    st.bytes_registered);
 	printf("  %-18s %llu (missing %llu, minor %llu)\n", "faults served:",
 	    st.faults, st.faults_missing, st.faults_minor);
 	printf("  %-18s %llu\n", "pages cleared:", st.pages_cleared);
 	printf("  %-18s %s (%llu bytes)\n", "bytes cleared:",
-	    hpzctl_bytes(st.bytes_cleared, b2, sizeof b2), st.bytes_cleared);
+	    util_size(UTIL_SIZE_DECIMAL, st.bytes_cleared, b2, sizeof b2), st.bytes_cleared);
 	printf("  %-18s %llu\n", "pages populated:", st.pages_populated);
 	printf("  %-18s %llu\n", "resets:", st.resets);
 	printf("  %-18s %s (bulk, %.1f GB/s measured at start), %s (last "
@@ -350,8 +328,8 @@ hpzctl_limit(unsigned long long limit, unsigned long long used, int bytes,
 	char	l[32], u[32];
 
 	if (bytes) {
-		hpzctl_bytes(limit, l, sizeof l);
-		hpzctl_bytes(used, u, sizeof u);
+		util_size(UTIL_SIZE_DECIMAL, limit, l, sizeof l);
+		util_size(UTIL_SIZE_DECIMAL, used, u, sizeof u);
 	} else {
 		snprintf(l, sizeof l, "%llu", limit);
 		snprintf(u, sizeof u, "%llu", used);
@@ -725,16 +703,6 @@ hpzctl_parse_count(const char *where, const char *arg)
 	return (v);
 }
 
-/* Seconds on the monotonic clock. */
-static double
-hpzctl_now(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9);
-}
-
 static int
 hpzctl_region_cmp(const void *a, const void *b)
 {
@@ -780,7 +748,7 @@ hpzctl_top_screen(const struct hpz_status *prev, const struct hpz_status *cur,
 	    hpzctl_socket(), hpzctl_uptime(cur->uptime_ms, b1, sizeof b1),
 	    interval);
 	printf("  clients %llu, regions %llu, %s registered\n", cur->clients,
-	    cur->regions, hpzctl_bytes(cur->bytes_registered, b2, sizeof b2));
+	    cur->regions, util_size(UTIL_SIZE_DECIMAL, cur->bytes_registered, b2, sizeof b2));
 	printf("  %-14s %10.1f (missing %.1f, minor %.1f)\n", "faults/s:",
 	    (double)HPZCTL_DELTA(cur, prev, faults) / secs,
 	    (double)HPZCTL_DELTA(cur, prev, faults_missing) / secs,
@@ -832,9 +800,9 @@ static int
 hpzctl_top_wait(const sigset_t *set, double secs)
 {
 	struct timespec	ts;
-	double		end = hpzctl_now() + secs, left;
+	double		end = util_now_s() + secs, left;
 
-	while ((left = end - hpzctl_now()) > 0) {
+	while ((left = end - util_now_s()) > 0) {
 		ts.tv_sec = (time_t)left;
 		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
 		if (sigtimedwait(set, NULL, &ts) == SIGINT)
@@ -867,7 +835,7 @@ hpzctl_top_loop(double interval, unsigned long count)
 	}
 	if ((pr = hpzctl_top_sample(&prev, &pn)) == NULL)
 		return (1);
-	t0 = hpzctl_now();
+	t0 = util_now_s();
 	for (done = 0; count == 0 || done < count; done++) {
 		if (hpzctl_top_wait(&set, interval))
 			break;
@@ -876,7 +844,7 @@ hpzctl_top_loop(double interval, unsigned long count)
 			rc = 1;
 			break;
 		}
-		t1 = hpzctl_now();
+		t1 = util_now_s();
 		if (tty)
 			fputs("\033[H\033[2J", stdout);
 		else if (done > 0)
@@ -1185,7 +1153,7 @@ hpzctl_pools(struct hpz_pool_info *info, size_t max)
 static const char *
 hpzctl_page_name(unsigned long long size, char *buf, size_t len)
 {
-	return (hpzctl_bytes(size, buf, len));
+	return (util_size(UTIL_SIZE_DECIMAL, size, buf, len));
 }
 
 /* Pages a second the filler allocated, while it allocated. */
@@ -1212,7 +1180,7 @@ hpzctl_pool_status(void)
 		    "(%s), keeps %llu free (the host has %llu)\n",
 		    i == 0 ? "pool:" : "", b1, p->node, p->enabled ? "on" :
 		    "off", p->ready_pages, p->target_pages,
-		    hpzctl_bytes(p->ready_pages * p->page_size, b2, sizeof b2),
+		    util_size(UTIL_SIZE_DECIMAL, p->ready_pages * p->page_size, b2, sizeof b2),
 		    p->reserve_pages, p->host_avail_pages);
 		printf("  %-18s %llu allocated (%.0f pages/s, %.1f GB/s), %llu "
 		    "files handed out (%llu pages), %llu misses, %llu refused, "

@@ -17,6 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "hpzerod.h"
+#include "bucket.h"
 
 /* Requests handled per wakeup before other clients get a turn. */
 #define CONTROL_BATCH	32

@@ -457,10 +457,6 @@ void		 scrub_fault(struct region *, uint64_t idx, enum fault_kind);
 uint64_t	 scrub_pending_pages(void);
 uint64_t	 scrub_region_pending(const struct region *);
 double		 scrub_budget_gbs(int client);
-struct bucket	*bucket_new(double gbs);
-void		 bucket_free(struct bucket *);
-void		 bucket_set(struct bucket *, double gbs);
-uint64_t	 bucket_take(struct bucket *, uint64_t bytes, uint64_t now);
 
 /* reap.c: closing the descriptors clients passed, off the loop. */
 int		 reap_start(void);

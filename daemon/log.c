@@ -19,7 +19,7 @@ log_init(int debug)
 }
 
 /* One line, whole, with prefix and optional errno text. */
-static void
+static void __attribute__((format(printf, 3, 0)))
 log_vwrite(const char *prefix, int error, const char *fmt, va_list ap)
 {
 	char	buf[1024];

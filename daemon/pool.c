@@ -36,6 +36,7 @@
 #include <numaif.h>
 
 #include "hpzerod.h"
+#include "bucket.h"
 
 #define POOL_POLL_MS		50	/* the host's counts, at rest */
 #define POOL_HOST_NS		5000000ULL /* counts this old are read again */

@@ -20,16 +20,7 @@
 #include <linux/userfaultfd.h>
 
 #include "hpzerod.h"
-
-#define SCRUB_BURST_NS	10000000.0	/* a budget may run 10 ms ahead */
-
-struct bucket {
-	pthread_mutex_t	 lock;
-	int		 refs;		/* under scrub_lock */
-	double		 rate;		/* bytes per ns, 0: unlimited */
-	double		 tokens;	/* bytes that may go now; < 0: debt */
-	uint64_t	 last;		/* ns of the last refill */
-};
+#include "bucket.h"
 
 enum scrub_kind {
 	SCRUB_AHEAD,		/* allocate [lo, lo+n) ahead of the faults */
@@ -49,97 +40,19 @@ static uint64_t		 scrub_ahead_min = 4ULL << 20;
 static uint64_t		 scrub_ahead_max = 256ULL << 20;
 static struct bucket	*scrub_global;
 
-/* A token bucket of gbs GB/s (0: unlimited). */
-struct bucket *
-bucket_new(double gbs)
-{
-	struct bucket	*b;
-
-	if ((b = calloc(1, sizeof(*b))) == NULL)
-		return (NULL);
-	pthread_mutex_init(&b->lock, NULL);
-	b->refs = 1;
-	bucket_set(b, gbs);
-	return (b);
-}
-
-/*
- * Let go of a bucket: the last reference frees it.  Always under
- * scrub_lock, even for NULL: a client freed after this cannot be the one
- * a background thread is reading the budget of (scrub_client_budget).
- */
-void
-bucket_free(struct bucket *b)
-{
-	int	last;
-
-	pthread_mutex_lock(&scrub_lock);
-	last = b != NULL && --b->refs == 0;
-	pthread_mutex_unlock(&scrub_lock);
-	if (!last)
-		return;
-	pthread_mutex_destroy(&b->lock);
-	free(b);
-}
-
-void
-bucket_set(struct bucket *b, double gbs)
-{
-	pthread_mutex_lock(&b->lock);
-	b->rate = gbs > 0 ? gbs : 0;	/* 1 GB/s is 1 byte per ns */
-	b->tokens = 0;
-	b->last = 0;
-	pthread_mutex_unlock(&b->lock);
-}
-
-/*
- * Spend bytes at time now (ns).  Returns how long the caller must wait
- * before using them: tokens may go into debt, so a big request waits in
- * proportion to its size and the average rate holds.
- */
-uint64_t
-bucket_take(struct bucket *b, uint64_t bytes, uint64_t now)
-{
-	double	wait;
-
-	if (b == NULL)
-		return (0);
-	pthread_mutex_lock(&b->lock);
-	if (b->rate == 0) {
-		pthread_mutex_unlock(&b->lock);
-		return (0);
-	}
-	if (b->last != 0 && now > b->last)
-		b->tokens += (double)(now - b->last) * b->rate;
-	if (b->tokens > b->rate * SCRUB_BURST_NS)
-		b->tokens = b->rate * SCRUB_BURST_NS;
-	b->last = now;
-	b->tokens -= (double)bytes;
-	wait = b->tokens < 0 ? -b->tokens / b->rate : 0;
-	pthread_mutex_unlock(&b->lock);
-	return ((uint64_t)wait);
-}
-
 double
 scrub_budget_gbs(int client)
 {
-	double	gbs;
-
 	if (client)
 		return (scrub_client_gbs);
-	if (scrub_global == NULL)
-		return (0);
-	pthread_mutex_lock(&scrub_global->lock);
-	gbs = scrub_global->rate;
-	pthread_mutex_unlock(&scrub_global->lock);
-	return (gbs);
+	return (bucket_rate(scrub_global));
 }
 
 /*
  * The budget of r's client, with a reference.  The main thread may hand r
  * to another client (region_move) and free the old one meanwhile
  * (control_drop after control_orphan_check): reading r->client and taking
- * the reference under scrub_lock, which bucket_free takes too, means we
+ * the reference under bucket_refs_lock, which bucket_free takes too, means we
  * see either the old client before its budget is let go, or the new one.
  */
 static struct bucket *
@@ -148,11 +61,10 @@ scrub_client_budget(struct region *r)
 	struct client	*c;
 	struct bucket	*b;
 
-	pthread_mutex_lock(&scrub_lock);
+	pthread_mutex_lock(&bucket_refs_lock);
 	c = __atomic_load_n(&r->client, __ATOMIC_ACQUIRE);
-	if ((b = c->budget) != NULL)
-		b->refs++;
-	pthread_mutex_unlock(&scrub_lock);
+	b = bucket_hold(c->budget);
+	pthread_mutex_unlock(&bucket_refs_lock);
 	return (b);
 }
 

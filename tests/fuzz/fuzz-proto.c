@@ -45,6 +45,7 @@
 #include <event2/event.h>
 
 #include "hpzerod.h"
+#include "bucket.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -109,9 +110,6 @@ enum fuzz_action {
 /* A fault on a registered page is answered within this, or it hangs. */
 #define FUZZ_SERVE_MS		5000
 
-/* The daemon's globals that live in hpzerod.c. */
-struct event_base	*hpzd_base;
-uint64_t		 hpzd_start_ns;
 
 struct fuzz_session {
 	struct client	 c;

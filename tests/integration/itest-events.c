@@ -4,7 +4,6 @@
  * MADV_DONTFORK.  Every access runs in a thread given a generous bound, so
  * that a fault nobody serves fails the test instead of hanging it.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

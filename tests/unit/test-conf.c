@@ -13,9 +13,6 @@
 
 #include "hpzerod.h"
 
-/* In hpzerod.c, not libhpzd.a: region.o needs hpzd_base, stats.o the other. */
-struct event_base	*hpzd_base;
-uint64_t		 hpzd_start_ns;
 
 #define KiB		1024ULL
 #define MiB		(1024ULL * KiB)

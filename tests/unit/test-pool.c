@@ -8,9 +8,6 @@
 
 #include "hpzerod.h"
 
-/* In hpzerod.c, not libhpzd.a. */
-struct event_base	*hpzd_base;
-uint64_t		 hpzd_start_ns;
 
 #define WINDOW_NS	60000000000ULL
 

@@ -23,9 +23,6 @@
 
 #include "hpzerod.h"
 
-/* In hpzerod.c, not libhpzd.a: region.o needs hpzd_base, stats.o the other. */
-struct event_base	*hpzd_base;
-uint64_t		 hpzd_start_ns;
 
 #define MiB		(1024ULL * 1024)
 #define PAGE_2M		(2 * MiB)
