@@ -49,17 +49,8 @@
 #include "hpz.h"
 #include "size.h"
 #include "util.h"
+#include "uffd-compat.h"
 #include "clear.h"
-
-#ifndef MAP_HUGE_SHIFT
-#define MAP_HUGE_SHIFT		26
-#endif
-#ifndef MAP_HUGE_2MB
-#define MAP_HUGE_2MB		(21 << MAP_HUGE_SHIFT)
-#endif
-#ifndef MAP_HUGE_1GB
-#define MAP_HUGE_1GB		(30 << MAP_HUGE_SHIFT)
-#endif
 
 #define BENCH_EXIT_FAIL		1
 #define BENCH_EXIT_USAGE	2

@@ -49,10 +49,7 @@
 #include "runflags.h"
 #include "runselect.h"
 #include "size.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
-#endif
+#include "uffd-compat.h"
 
 #define PRELOAD_MIN_DEFAULT	(64UL << 20)
 #define PRELOAD_SLOTS		256	/* registered mappings at once */

@@ -17,14 +17,11 @@
 #include <linux/falloc.h>
 #include <linux/userfaultfd.h>
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
-#endif
-
 #include <event2/event.h>
 #include <numaif.h>
 
 #include "hpzerod.h"
+#include "uffd-compat.h"
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
 static uint64_t	 region_next_id = 1;

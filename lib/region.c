@@ -11,16 +11,7 @@
 #include <linux/memfd.h>
 
 #include "libhpz.h"
-
-#ifndef MFD_HUGE_2MB
-#define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
-#endif
-#ifndef MFD_HUGE_1GB
-#define MFD_HUGE_1GB	(30U << MFD_HUGE_SHIFT)
-#endif
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
-#endif
+#include "uffd-compat.h"
 
 /* Region flags hpz_region_create keeps for hpz_register: a new region
  * holds no garbage, so not HPZ_DISCARD. */

@@ -22,12 +22,10 @@
 #include <criterion/criterion.h>
 
 #include "itest.h"
+#include "uffd-compat.h"
 
 #define PD_PAGE		(2 * MiB)
 #define PD_TAKES	256	/* mappings of what others free meanwhile */
-#ifndef MFD_HUGE_2MB
-#define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
-#endif
 
 /* --- a program under hpz-run: this binary, before criterion starts ------- */
 

@@ -24,10 +24,7 @@
 #include <criterion/criterion.h>
 
 #include "itest.h"
-
-#ifndef MFD_HUGE_2MB
-#define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
-#endif
+#include "uffd-compat.h"
 
 #define RUN_LEN		(32 * MiB)	/* 16 huge pages */
 #define RUN_HUGE	(MFD_HUGETLB | MFD_HUGE_2MB)

@@ -42,10 +42,7 @@
 #include <criterion/criterion.h>
 
 #include "itest.h"
-
-#ifndef MFD_HUGE_2MB
-#define MFD_HUGE_2MB	(21U << MFD_HUGE_SHIFT)
-#endif
+#include "uffd-compat.h"
 
 #define PAGE		(2 * MiB)
 #define NPAGES		8
