@@ -50,11 +50,26 @@ itest_free_pages(unsigned long page_kib)
 void
 itest_need_pages(unsigned long page_kib, long n)
 {
-	long	have = itest_free_pages(page_kib);
+	char	 dir[128], name[32];
+	long	 have = itest_free_pages(page_kib);
 
-	if (have < n)
-		cr_skip_test("needs %ld free %lu KiB huge pages, %ld free", n,
-		    page_kib, have);
+	if (have >= n)
+		return;
+	if (page_kib >= 1048576)
+		snprintf(name, sizeof(name), "%lu GiB", page_kib / 1048576);
+	else if (page_kib >= 1024)
+		snprintf(name, sizeof(name), "%lu MiB", page_kib / 1024);
+	else
+		snprintf(name, sizeof(name), "%lu KiB", page_kib);
+	snprintf(dir, sizeof(dir), "/sys/kernel/mm/hugepages/hugepages-%lukB",
+	    page_kib);
+	if (access(dir, F_OK) != 0)
+		cr_skip_test("the kernel has no %s huge pages (no "
+		    "hugepages-%lukB in sysfs)", name, page_kib);
+	if (have < 0)
+		cr_skip_test("needs %ld free %s huge pages; cannot read "
+		    "%s/free_hugepages", n, name, dir);
+	cr_skip_test("needs %ld free %s huge pages, %ld free", n, name, have);
 }
 
 void

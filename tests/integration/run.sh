@@ -29,7 +29,7 @@ trap cleanup EXIT INT TERM
 hp_reserve_1g 1
 hp_reserve_2m 400
 echo "huge pages: 2 MiB free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) (400 added)," \
-	"1 GiB free $(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo 0)"
+	"1 GiB free $(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo "none (the kernel has no 1 GiB huge pages)")"
 
 sock=$dir/hpzerod.sock
 # HPZ_VALGRIND=1: the daemon runs under valgrind memcheck (slow); any error
