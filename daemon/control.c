@@ -58,7 +58,7 @@ control_limits(const struct conf *c)
  * from the fd store count once, with the orphan that holds them until
  * their process registers them again.
  */
-int
+void
 control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes,
     uint64_t *state_bytes)
 {
@@ -75,7 +75,6 @@ control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes,
 		*bytes += c->bytes;
 		*state_bytes += c->state_bytes;
 	}
-	return (0);
 }
 
 /* The limits in force and what uid holds, for a status reply. */

@@ -490,7 +490,7 @@ void		 control_shutdown(void);
 size_t		 control_nclients(void);
 int		 control_message(struct client *, struct hpz_msg *);
 void		 control_limits(const struct conf *);
-int		 control_uid_usage(uid_t, int *clients, int *regions,
+void		 control_uid_usage(uid_t, int *clients, int *regions,
 		    uint64_t *bytes, uint64_t *state_bytes);
 void		 control_region_ready(struct region *);
 void		 control_fill_limits(struct hpz_msg_status_reply *, uid_t);
