@@ -48,7 +48,7 @@
 
 #include "hpz.h"
 #include "size.h"
-#include "util.h"
+#include "clock.h"
 #include "uffd-compat.h"
 #include "clear.h"
 
@@ -579,7 +579,7 @@ bench_thread_main(void *arg)
 	size_t				 pg, lo, hi, off, fault, k = 0, i;
 
 	pthread_barrier_wait(t->barrier);
-	t->start = util_now_ns();
+	t->start = clock_now_ns();
 	for (pg = t->lo - t->lo % t->page; pg < t->hi; pg += t->page) {
 		lo = pg > t->lo ? pg : t->lo;
 		hi = pg + t->page < t->hi ? pg + t->page : t->hi;
@@ -587,21 +587,21 @@ bench_thread_main(void *arg)
 		fault = lo + (hi - lo) / 2 + BENCH_SKEW;
 		if (fault >= hi)
 			fault = lo + (hi - lo) / 2;
-		t0 = util_now_ns();
+		t0 = clock_now_ns();
 		sum += b[fault];
-		t1 = util_now_ns();
+		t1 = clock_now_ns();
 		line = (const volatile uint64_t *)(const volatile void *)
 		    (b + (fault & ~(BENCH_SUBPAGE - 1)));
 		for (i = 0; i < BENCH_SUBPAGE / BENCH_LINE; i++)
 			sum += line[i * (BENCH_LINE / sizeof *line)];
-		t2 = util_now_ns();
+		t2 = clock_now_ns();
 		t->fault_ns[k] = (double)(t1 - t0);
 		t->read_ns[k] = (double)(t2 - t1);
 		k++;
 		for (off = lo; off < hi; off += BENCH_SUBPAGE)
 			sum += b[off];
 	}
-	t->end = util_now_ns();
+	t->end = clock_now_ns();
 	t->sink = sum;
 	return (NULL);
 }
@@ -836,7 +836,7 @@ bench_wait_pool(struct bench_case *c, unsigned long long need)
 {
 	unsigned long long	 avail = 0;
 	struct timespec		 ts = { 0, 10 * 1000 * 1000 };
-	uint64_t		 t0 = util_now_ns();
+	uint64_t		 t0 = clock_now_ns();
 	int			 waited = 0;
 
 	for (;;) {
@@ -847,7 +847,7 @@ bench_wait_pool(struct bench_case *c, unsigned long long need)
 		}
 		if (avail >= need)
 			break;
-		if (util_now_ns() - t0 > BENCH_POOL_WAIT_MS * 1000000ULL) {
+		if (clock_now_ns() - t0 > BENCH_POOL_WAIT_MS * 1000000ULL) {
 			bench_skip(c, "needs %llu free %s pages, have %llu",
 			    need, c->page->human, avail);
 			return (0);
@@ -857,7 +857,7 @@ bench_wait_pool(struct bench_case *c, unsigned long long need)
 	}
 	if (waited)
 		bench_progress(c, "waited %.0f ms for %llu free pages",
-		    (double)(util_now_ns() - t0) / 1e6, need);
+		    (double)(clock_now_ns() - t0) / 1e6, need);
 	return (1);
 }
 
@@ -1063,7 +1063,7 @@ bench_idle(struct bench *b, struct bench_case *c, uint64_t t0,
 		bench_sleep_until(next);
 		if (bench_st(b, &st) != 0)
 			return (-1);
-		now = util_now_ns();
+		now = clock_now_ns();
 		if (want_done) {
 			*at_done = st;
 			if (m->bg == BG_CLEAR)
@@ -1174,7 +1174,7 @@ bench_hpz_run(struct bench *b, struct bench_case *c, int run, double *out,
 	if (bg && !m->recycle) {
 		if (bench_st(b, &s0) != 0)
 			return (BENCH_EXIT_FAIL);
-		t0 = util_now_ns();
+		t0 = clock_now_ns();
 	}
 	rc = bench_region_new(b, c, run, &reg, m->flags, &created,
 	    &registered);
@@ -1185,12 +1185,12 @@ bench_hpz_run(struct bench *b, struct bench_case *c, int run, double *out,
 		memset(reg.addr, BENCH_PATTERN, c->size);
 		if (bg && bench_st(b, &s0) != 0)
 			goto out;
-		t0 = util_now_ns();
+		t0 = clock_now_ns();
 		if ((error = hpz_reset(&reg)) != 0) {
 			bench_hpz_error(b, "hpz_reset", error);
 			goto out;
 		}
-		c->reset_ms[run - 1] = (double)(util_now_ns() - t0) / 1e6;
+		c->reset_ms[run - 1] = (double)(clock_now_ns() - t0) / 1e6;
 	}
 	if (m->idle) {
 		if (bench_idle(b, c, t0, &s0, &done_ms, &premap_ms, &sd,
@@ -1295,7 +1295,7 @@ bench_hpz_pool_run(struct bench *b, struct bench_case *c, int run,
 		x[i] = NAN;
 	want = c->size / c->page->size;
 	wait_ms = b->idle_ms >= 0 ? b->idle_ms : BENCH_POOL_WAIT_DEFAULT_MS;
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	deadline = t0 + (uint64_t)(wait_ms * 1e6);
 	for (;;) {
 		if (bench_pool_level(c->page, &ready, &h0) != 0) {
@@ -1303,18 +1303,18 @@ bench_hpz_pool_run(struct bench *b, struct bench_case *c, int run,
 			    " %s)", hpz_last_error());
 			return (-1);
 		}
-		if (ready >= want || util_now_ns() >= deadline)
+		if (ready >= want || clock_now_ns() >= deadline)
 			break;
 		nanosleep(&ts, NULL);
 	}
-	x[X_IDLE_MS] = (double)(util_now_ns() - t0) / 1e6;
+	x[X_IDLE_MS] = (double)(clock_now_ns() - t0) / 1e6;
 	if (bench_st(b, &sb) != 0)
 		return (BENCH_EXIT_FAIL);
 	memset(&reg, 0, sizeof reg);
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	error = hpz_region_create(&reg, c->size, c->page->hpzflag |
 	    (m->flags & HPZ_PREMAP));
-	t1 = util_now_ns();
+	t1 = clock_now_ns();
 	if (error != 0) {
 		if (error == -ENOMEM) {
 			bench_skip(c, "no room for the region in the %s pool"
@@ -1387,12 +1387,12 @@ bench_hpz_busy_run(struct bench *b, struct bench_case *c, int run,
 
 	/* Quiet: nothing but A's own recycling. */
 	memset(reg[0].addr, BENCH_PATTERN, c->size);
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	if ((error = hpz_reset(&reg[0])) != 0) {
 		bench_hpz_error(b, "hpz_reset", error);
 		goto out;
 	}
-	c->reset_ms[run - 1] = (double)(util_now_ns() - t0) / 1e6;
+	c->reset_ms[run - 1] = (double)(clock_now_ns() - t0) / 1e6;
 	s = bench_touch(reg[0].addr, c->size, c->page->size, c->threads,
 	    scratch, scratch + c->samples);
 	bench_figures(s, c->size, scratch, scratch + c->samples, c->samples,
@@ -1404,7 +1404,7 @@ bench_hpz_busy_run(struct bench *b, struct bench_case *c, int run,
 	memset(reg[0].addr, BENCH_PATTERN, c->size);
 	if (bench_st(b, &s0) != 0)
 		goto out;
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	for (i = 1; i >= 0; i--)
 		if ((error = hpz_reset(&reg[i])) != 0) {
 			bench_hpz_error(b, "hpz_reset", error);
@@ -1412,7 +1412,7 @@ bench_hpz_busy_run(struct bench *b, struct bench_case *c, int run,
 		}
 	s = bench_touch(reg[0].addr, c->size, c->page->size, c->threads,
 	    scratch, scratch + c->samples);
-	t1 = util_now_ns();
+	t1 = clock_now_ns();
 	if (bench_st(b, &sa) != 0)
 		goto out;
 	/* From B's reset to the end of A's touch. */
@@ -1474,7 +1474,7 @@ bench_warm(struct bench *b, struct bench_case *c)
 			times = 3;
 	len = (size_t)times * c->size;
 	bench_progress(c, "warming %s of %s pages with the kernel",
-	    util_size(UTIL_SIZE_EXACT, len, h, sizeof h), c->page->human);
+	    size_format(SIZE_FMT_EXACT, len, h, sizeof h), c->page->human);
 	if ((p = bench_kernel_map(c->page, len)) == NULL) {
 		if (errno == ENOMEM)
 			return (bench_skip(c, "the %s pool ran out during"
@@ -1584,10 +1584,10 @@ bench_clear_pass(const struct clear_kernel *k, unsigned char *p)
 {
 	uint64_t	 t0;
 
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	k->fn(p, BENCH_NT_BYTES);
 	clear_fence();
-	return ((double)BENCH_NT_BYTES / ((double)(util_now_ns() - t0) / 1e9) /
+	return ((double)BENCH_NT_BYTES / ((double)(clock_now_ns() - t0) / 1e9) /
 	    1e9);
 }
 
@@ -1649,9 +1649,9 @@ bench_clock(void)
 	uint64_t	 t0, t1;
 	size_t		 i;
 
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	for (i = 0; i < sizeof d / sizeof d[0]; i++) {
-		t1 = util_now_ns();
+		t1 = clock_now_ns();
 		d[i] = (double)(t1 - t0);
 		t0 = t1;
 	}
@@ -1745,7 +1745,7 @@ bench_print_case(const struct bench *b, const struct bench_case *c)
 
 	printf("\n%s %s t=%d: %s region%s, %zu fault%s timed a run",
 	    c->page->name, m->name, c->threads,
-	    util_size(UTIL_SIZE_EXACT, c->size, sz, sizeof sz), m->busy ? "s A and B" : "",
+	    size_format(SIZE_FMT_EXACT, c->size, sz, sizeof sz), m->busy ? "s A and B" : "",
 	    c->samples, c->samples == 1 ? "" : "s");
 	if (c->skipped && c->done == 0) {
 		printf("\n  skipped: %s\n", c->why);
@@ -2399,7 +2399,7 @@ main(int argc, char **argv)
 			break;
 		case 'S':
 			/* The warm-up maps more than the size: far from overflow. */
-			if (util_parse_size(optarg, SIZE_MAX / 8, &b.size) != 0)
+			if (size_parse_max(optarg, SIZE_MAX / 8, &b.size) != 0)
 				bench_usage_error("-S: bad size '%s'", optarg);
 			b.size_set = 1;
 			break;

@@ -24,7 +24,7 @@
 
 #include "hpz.h"
 #include "size.h"
-#include "util.h"
+#include "clock.h"
 #include "uffd-compat.h"
 
 #define DEMO_EXIT_FAIL		1
@@ -257,10 +257,10 @@ demo_touch(const struct demo *d, void *addr, size_t len)
 	}
 
 	pthread_barrier_wait(&barrier);
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	for (i = 0; i < d->threads; i++)
 		pthread_join(t[i].tid, NULL);
-	t1 = util_now_ns();
+	t1 = clock_now_ns();
 
 	for (i = 0; i < d->threads; i++)
 		demo_sink += t[i].sink;
@@ -426,9 +426,9 @@ demo_hpz_run(struct demo *d, int run, double *fresh, double *recycled,
 		goto out;
 
 	memset(reg.addr, DEMO_PATTERN, d->size);
-	t0 = util_now_ns();
+	t0 = clock_now_ns();
 	error = hpz_reset(&reg);
-	t1 = util_now_ns();
+	t1 = clock_now_ns();
 	if (error != 0) {
 		demo_hpz_error(d, "hpz_reset", error);
 		goto out;
@@ -488,9 +488,9 @@ demo_pool_run(struct demo *d, int run, double *gbs)
 	int			 error, rc = DEMO_EXIT_FAIL;
 
 	*gbs = NAN;
-	deadline = util_now_ns() + DEMO_POOL_WAIT_MS * 1000000ULL;
+	deadline = clock_now_ns() + DEMO_POOL_WAIT_MS * 1000000ULL;
 	while (demo_pool_level(d, &ready, &h0) == 0 &&
-	    ready * d->page < d->size && util_now_ns() < deadline)
+	    ready * d->page < d->size && clock_now_ns() < deadline)
 		nanosleep(&ts, NULL);
 	if (demo_pool_level(d, &ready, &h0) != 0 || ready == 0)
 		return (0);
@@ -602,7 +602,7 @@ main(int argc, char **argv)
 			break;
 		case 'S':
 			/* The warm-up maps more than the size: far from overflow. */
-			if (util_parse_size(optarg, SIZE_MAX / 4, &d.size) != 0)
+			if (size_parse_max(optarg, SIZE_MAX / 4, &d.size) != 0)
 				demo_usage_error("-S: bad size '%s'", optarg);
 			size_set = 1;
 			break;
@@ -647,14 +647,14 @@ main(int argc, char **argv)
 		d.size = d.page;
 	if (d.size % d.page != 0)
 		demo_usage_error("-S: %s is not a multiple of the %s page",
-		    util_size(UTIL_SIZE_ROUND, d.size, sz, sizeof sz), d.pagename);
+		    size_format(SIZE_FMT_ROUND, d.size, sz, sizeof sz), d.pagename);
 	d.socket = getenv("HPZ_SOCKET");
 	if (d.socket == NULL || *d.socket == '\0')
 		d.socket = HPZ_SOCKET_DEFAULT;
 
 	printf("hpz-demo %s: %s of %s pages, %d thread%s, %d run%s,"
 	    " hpzerod at %s\n", HPZ_VERSION,
-	    util_size(UTIL_SIZE_ROUND, d.size, sz, sizeof sz), d.pagename, d.threads,
+	    size_format(SIZE_FMT_ROUND, d.size, sz, sizeof sz), d.pagename, d.threads,
 	    d.threads == 1 ? "" : "s", d.runs, d.runs == 1 ? "" : "s",
 	    d.socket);
 
@@ -679,7 +679,7 @@ main(int argc, char **argv)
 	 * very slow: touch all the pages the runs will use once, untimed.
 	 */
 	printf("warming memory: %s with the kernel (not reported)\n",
-	    util_size(UTIL_SIZE_ROUND, 2 * d.size, h, sizeof h));
+	    size_format(SIZE_FMT_ROUND, 2 * d.size, h, sizeof h));
 	fflush(stdout);
 	if ((rc = demo_kernel_run(&d, 2 * d.size, &warm)) != 0)
 		goto out;

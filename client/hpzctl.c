@@ -24,7 +24,8 @@
 #include <json.h>
 
 #include "hpz.h"
-#include "util.h"
+#include "clock.h"
+#include "size.h"
 
 /* Exit status of a command line hpzctl does not understand. */
 #define HPZCTL_EXIT_USAGE	2
@@ -286,13 +287,13 @@ hpzctl_status(int argc, char **argv)
 	printf("  %-18s %llu\n", "clients:", st.clients);
 	printf("  %-18s %llu\n", "regions:", st.regions);
 	printf("  %-18s %s (%llu bytes)\n", "bytes registered:",
-	    util_size(UTIL_SIZE_DECIMAL, st.bytes_registered, b1, sizeof b1),
+	    size_format(SIZE_FMT_DECIMAL, st.bytes_registered, b1, sizeof b1),
 	    st.bytes_registered);
 	printf("  %-18s %llu (missing %llu, minor %llu)\n", "faults served:",
 	    st.faults, st.faults_missing, st.faults_minor);
 	printf("  %-18s %llu\n", "pages cleared:", st.pages_cleared);
 	printf("  %-18s %s (%llu bytes)\n", "bytes cleared:",
-	    util_size(UTIL_SIZE_DECIMAL, st.bytes_cleared, b2, sizeof b2), st.bytes_cleared);
+	    size_format(SIZE_FMT_DECIMAL, st.bytes_cleared, b2, sizeof b2), st.bytes_cleared);
 	printf("  %-18s %llu\n", "pages populated:", st.pages_populated);
 	printf("  %-18s %llu\n", "resets:", st.resets);
 	printf("  %-18s %s (bulk, %.1f GB/s measured at start), %s (last "
@@ -328,8 +329,8 @@ hpzctl_limit(unsigned long long limit, unsigned long long used, int bytes,
 	char	l[32], u[32];
 
 	if (bytes) {
-		util_size(UTIL_SIZE_DECIMAL, limit, l, sizeof l);
-		util_size(UTIL_SIZE_DECIMAL, used, u, sizeof u);
+		size_format(SIZE_FMT_DECIMAL, limit, l, sizeof l);
+		size_format(SIZE_FMT_DECIMAL, used, u, sizeof u);
 	} else {
 		snprintf(l, sizeof l, "%llu", limit);
 		snprintf(u, sizeof u, "%llu", used);
@@ -748,7 +749,7 @@ hpzctl_top_screen(const struct hpz_status *prev, const struct hpz_status *cur,
 	    hpzctl_socket(), hpzctl_uptime(cur->uptime_ms, b1, sizeof b1),
 	    interval);
 	printf("  clients %llu, regions %llu, %s registered\n", cur->clients,
-	    cur->regions, util_size(UTIL_SIZE_DECIMAL, cur->bytes_registered, b2, sizeof b2));
+	    cur->regions, size_format(SIZE_FMT_DECIMAL, cur->bytes_registered, b2, sizeof b2));
 	printf("  %-14s %10.1f (missing %.1f, minor %.1f)\n", "faults/s:",
 	    (double)HPZCTL_DELTA(cur, prev, faults) / secs,
 	    (double)HPZCTL_DELTA(cur, prev, faults_missing) / secs,
@@ -800,9 +801,9 @@ static int
 hpzctl_top_wait(const sigset_t *set, double secs)
 {
 	struct timespec	ts;
-	double		end = util_now_s() + secs, left;
+	double		end = clock_now_s() + secs, left;
 
-	while ((left = end - util_now_s()) > 0) {
+	while ((left = end - clock_now_s()) > 0) {
 		ts.tv_sec = (time_t)left;
 		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
 		if (sigtimedwait(set, NULL, &ts) == SIGINT)
@@ -835,7 +836,7 @@ hpzctl_top_loop(double interval, unsigned long count)
 	}
 	if ((pr = hpzctl_top_sample(&prev, &pn)) == NULL)
 		return (1);
-	t0 = util_now_s();
+	t0 = clock_now_s();
 	for (done = 0; count == 0 || done < count; done++) {
 		if (hpzctl_top_wait(&set, interval))
 			break;
@@ -844,7 +845,7 @@ hpzctl_top_loop(double interval, unsigned long count)
 			rc = 1;
 			break;
 		}
-		t1 = util_now_s();
+		t1 = clock_now_s();
 		if (tty)
 			fputs("\033[H\033[2J", stdout);
 		else if (done > 0)
@@ -1153,7 +1154,7 @@ hpzctl_pools(struct hpz_pool_info *info, size_t max)
 static const char *
 hpzctl_page_name(unsigned long long size, char *buf, size_t len)
 {
-	return (util_size(UTIL_SIZE_DECIMAL, size, buf, len));
+	return (size_format(SIZE_FMT_DECIMAL, size, buf, len));
 }
 
 /* Pages a second the filler allocated, while it allocated. */
@@ -1180,7 +1181,7 @@ hpzctl_pool_status(void)
 		    "(%s), keeps %llu free (the host has %llu)\n",
 		    i == 0 ? "pool:" : "", b1, p->node, p->enabled ? "on" :
 		    "off", p->ready_pages, p->target_pages,
-		    util_size(UTIL_SIZE_DECIMAL, p->ready_pages * p->page_size, b2, sizeof b2),
+		    size_format(SIZE_FMT_DECIMAL, p->ready_pages * p->page_size, b2, sizeof b2),
 		    p->reserve_pages, p->host_avail_pages);
 		printf("  %-18s %llu allocated (%.0f pages/s, %.1f GB/s), %llu "
 		    "files handed out (%llu pages), %llu misses, %llu refused, "

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/mman.h>
 
 #if defined(__x86_64__)
@@ -26,6 +25,7 @@
 #endif
 
 #include "hpzerod.h"
+#include "clock.h"
 
 #define CLEAR_CAL_SIZE		(64UL << 20)	/* past the LLC: NT pays */
 #define CLEAR_CAL_ROUNDS_MIN	3
@@ -257,16 +257,6 @@ clear_calibrated_gbs(enum clear_kind kind)
 	return (clear_gbs[kind]);
 }
 
-/* Monotonic nanoseconds, for the calibration and its report. */
-static uint64_t
-clear_now_ns(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
-}
-
 /* Write "unknown ... (known: a, b, ...)" without snprintf's truncation
  * warnings: the list is appended piece by piece. */
 static int
@@ -336,18 +326,18 @@ clear_calibrate(void)
 
 	for (i = 0; i < CLEAR_NKINDS; i++)
 		best_ns[i] = UINT64_MAX;
-	start = clear_now_ns();
+	start = clock_now_ns();
 	for (round = 0; round < CLEAR_CAL_ROUNDS_MAX; round++) {
 		if (round >= CLEAR_CAL_ROUNDS_MIN &&
-		    clear_now_ns() - start > CLEAR_CAL_BUDGET_NS)
+		    clock_now_ns() - start > CLEAR_CAL_BUDGET_NS)
 			break;
 		for (i = 0; i < CLEAR_NKINDS; i++) {
 			if (!clear_supported(clear_kernels[i].kind))
 				continue;
-			t0 = clear_now_ns();
+			t0 = clock_now_ns();
 			clear_kernels[i].fn(buf, size);
 			clear_fence();
-			t = clear_now_ns() - t0;
+			t = clock_now_ns() - t0;
 			if (t < best_ns[i])
 				best_ns[i] = t;
 		}
@@ -380,13 +370,13 @@ clear_time_hot(const struct clear_kernel *k, char *buf)
 	uint64_t		 t0, sum = 0;
 	size_t			 i;
 
-	t0 = clear_now_ns();
+	t0 = clock_now_ns();
 	k->fn(buf, CLEAR_HOT_SIZE);
 	for (i = 0; i < CLEAR_HOT_SIZE / sizeof(*q); i++)
 		sum += q[i];
 	sink = sum;
 	(void)sink;
-	return (clear_now_ns() - t0);
+	return (clock_now_ns() - t0);
 }
 
 /* rep stosb unless memset is clearly (10%) faster at the hot job. */
@@ -439,7 +429,7 @@ clear_init(const char *bulk, const char *hot, char *why, size_t whylen)
 	    (error = clear_pick("hot", hot, 1, &h, why, whylen)) != 0)
 		return (error);
 
-	t0 = clear_now_ns();
+	t0 = clock_now_ns();
 	memset(clear_gbs, 0, sizeof(clear_gbs));
 	if (b == NULL && (b = clear_calibrate()) == NULL) {
 		/* No memory to measure with: trust the widest unit. */
@@ -470,7 +460,7 @@ clear_init(const char *bulk, const char *hot, char *why, size_t whylen)
 	}
 	used = strlen(why);
 	snprintf(why + used, whylen - used, "; chosen in %.1f ms",
-	    (double)(clear_now_ns() - t0) / 1e6);
+	    (double)(clock_now_ns() - t0) / 1e6);
 	return (0);
 }
 
@@ -636,7 +626,7 @@ clear_pages_body(void *arg)
 	size_t			 i, e, n;
 	char			*page;
 
-	t0 = clear_now_ns();
+	t0 = clock_now_ns();
 	for (i = 0; i < b->n; i++) {
 		page = b->base + i * b->page_size;
 		plan_window(b->page_size, b->off[i], b->hot, &ws, &wl);
@@ -647,7 +637,7 @@ clear_pages_body(void *arg)
 		}
 	}
 	clear_fence();
-	t1 = clear_now_ns();
+	t1 = clock_now_ns();
 	b->cost->bulk_ns += t1 - t0;
 	for (i = 0; i < b->n; i++) {
 		page = b->base + i * b->page_size;
@@ -655,7 +645,7 @@ clear_pages_body(void *arg)
 		clear_hot(page + ws, wl);
 		b->cost->hot_bytes += wl;
 	}
-	b->cost->hot_ns += clear_now_ns() - t1;
+	b->cost->hot_ns += clock_now_ns() - t1;
 }
 
 /*
@@ -728,11 +718,11 @@ clear_job_run(struct clear_job *job)
 		if (!atomic_load(&job->failed)) {
 			s.p = job->base + job->ext[i].off;
 			s.len = job->ext[i].len;
-			t0 = clear_now_ns();
+			t0 = clock_now_ns();
 			if (clear_guarded(s.p, s.len, clear_extent_body,
 			    &s) != 0)
 				atomic_store(&job->failed, 1);
-			atomic_fetch_add(&job->bulk_ns, clear_now_ns() - t0);
+			atomic_fetch_add(&job->bulk_ns, clock_now_ns() - t0);
 			atomic_fetch_add(&job->bulk_bytes, s.len);
 		}
 		/* Our streaming stores land before anyone maps. */
@@ -804,10 +794,10 @@ clear_split(char *page, size_t page_size, size_t fault_off, size_t hot,
 		return (-EFAULT);
 	s.p = page + ws;
 	s.len = wl;
-	t0 = clear_now_ns();
+	t0 = clock_now_ns();
 	if (clear_guarded(s.p, s.len, clear_hot_body, &s) != 0)
 		return (-EFAULT);
-	cost->hot_ns += clear_now_ns() - t0;
+	cost->hot_ns += clock_now_ns() - t0;
 	cost->hot_bytes += wl;
 	return (0);
 }

@@ -3,19 +3,16 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "hpzerod.h"
+#include "clock.h"
 
 struct stats	stats;
 
 uint64_t
 stats_now_ns(void)
 {
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	return (clock_now_ns());
 }
 
 /* Log2 bucket of a latency: bucket i holds [2^i, 2^(i+1)) ns. */
