@@ -4,11 +4,15 @@
  * file and every command line; and the client programs' way of printing
  * one back.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "size.h"
+
+static const char	 size_suffixes[] = "kmgt";
 
 /* 0 and the bytes in *out, or -1 (garbage, a sign, blanks, overflow). */
 int
@@ -16,6 +20,7 @@ size_parse(const char *s, uint64_t *out)
 {
 	unsigned long long	 v;
 	char			*end;
+	const char		*sfx;
 	int			 shift = 0;
 
 	/* strtoull would take blanks, a sign, and "-1" as 2^64-1. */
@@ -25,22 +30,12 @@ size_parse(const char *s, uint64_t *out)
 	v = strtoull(s, &end, 10);
 	if (errno != 0)
 		return (-1);
-	switch (*end) {
-	case 'K': case 'k':
-		shift = 10;
-		break;
-	case 'M': case 'm':
-		shift = 20;
-		break;
-	case 'G': case 'g':
-		shift = 30;
-		break;
-	case 'T': case 't':
-		shift = 40;
-		break;
-	}
-	if (shift != 0)
+	/* K, M, G, T: 2^10, 2^20, 2^30, 2^40. */
+	if (*end != '\0' && (sfx = strchr(size_suffixes,
+	    tolower((unsigned char)*end))) != NULL) {
+		shift = 10 * (int)(sfx - size_suffixes + 1);
 		end++;
+	}
 	if (*end != '\0' || v > (UINT64_MAX >> shift))
 		return (-1);
 	*out = (uint64_t)v << shift;

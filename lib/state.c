@@ -234,15 +234,15 @@ state_lock_server(int memfd, int wait_ms)
 const char *
 state_name(uint8_t state)
 {
-	switch (state & PAGE_STATE_MASK) {
-	case PAGE_KEEP:
-		return ("keep");
-	case PAGE_GARBAGE:
-		return ("garbage");
-	case PAGE_ZEROED:
-		return ("zeroed");
-	case PAGE_MAPPED:
-		return ("mapped");
-	}
-	return ("invalid");
+	static const char *const names[] = {
+		[PAGE_KEEP] = "keep",
+		[PAGE_GARBAGE] = "garbage",
+		[PAGE_ZEROED] = "zeroed",
+		[PAGE_MAPPED] = "mapped",
+	};
+	unsigned int	 s = state & PAGE_STATE_MASK;
+
+	if (s >= sizeof(names) / sizeof(names[0]) || names[s] == NULL)
+		return ("invalid");
+	return (names[s]);
 }
