@@ -34,6 +34,7 @@
 #define CLEAR_CAL_NT_MARGIN	25	/* %: ordinary stores must beat NT by */
 #define CLEAR_CAL_TIE_MARGIN	2	/* %: a later kernel must beat by */
 #define CLEAR_HOT_SIZE		(64UL << 10)
+#define CLEAR_SUBPAGE		4096UL	/* a piece is whole base pages */
 #define CLEAR_HOT_REPS		64
 
 static void	clear_memset(void *, size_t);
@@ -735,8 +736,8 @@ clear_job_run(struct clear_job *job)
 size_t
 clear_piece(size_t page_size, int n)
 {
-	size_t	piece = (page_size / (size_t)(n > 0 ? n : 1) + 4095) &
-		    ~(size_t)4095;
+	size_t	piece = (page_size / (size_t)(n > 0 ? n : 1) +
+		    CLEAR_SUBPAGE - 1) / CLEAR_SUBPAGE * CLEAR_SUBPAGE;
 
 	return (piece < PLAN_EXTENT_MIN ? PLAN_EXTENT_MIN : piece);
 }

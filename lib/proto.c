@@ -19,6 +19,8 @@
  * socket, a FUSE file) would then run on the receiving thread.
  */
 #define PROTO_CMSG_FDS	253
+/* Ranges on the wire are in the kernel's base pages, as uffd's are. */
+#define PROTO_RANGE_ALIGN	4096ULL
 
 /* Who closes the fds we do not keep: the daemon's reaper, or close(). */
 static void	(*proto_closer)(int) = NULL;
@@ -149,7 +151,8 @@ proto_terminated(const char *s, size_t size)
 static int
 proto_range_ok(uint64_t addr, uint64_t len)
 {
-	if (len == 0 || (addr & 4095) != 0 || (len & 4095) != 0)
+	if (len == 0 || addr % PROTO_RANGE_ALIGN != 0 ||
+	    len % PROTO_RANGE_ALIGN != 0)
 		return (0);
 	return (addr + len > addr);
 }
