@@ -30,63 +30,26 @@
 /* Exit status of a command line hpzctl does not understand. */
 #define HPZCTL_EXIT_USAGE	2
 
-/* One counter of struct hpz_status: its name is its JSON key. */
+/*
+ * One number of struct hpz_status (a line of hpz-counters.h): its name is
+ * its stats name and JSON key; prom, when not "", its Prometheus metric.
+ */
 struct hpzctl_field {
 	const char	*name;
 	size_t		 offset;
+	const char	*kind;		/* "counter" or "gauge" */
+	const char	*unit;
+	const char	*prom;		/* after "hpzerod_" */
+	const char	*label;
+	const char	*help;
 };
 
-#define HPZCTL_FIELD(f) { #f, offsetof(struct hpz_status, f) }
+#define HPZCTL_FIELD(f, kind, unit, prom, label, help) \
+	{ #f, offsetof(struct hpz_status, f), #kind, unit, prom, label, help },
 
-/* Every counter, in the order of struct hpz_status. */
+/* Every number, in the order of struct hpz_status. */
 static const struct hpzctl_field hpzctl_fields[] = {
-	HPZCTL_FIELD(uptime_ms),
-	HPZCTL_FIELD(clients),
-	HPZCTL_FIELD(regions),
-	HPZCTL_FIELD(bytes_registered),
-	HPZCTL_FIELD(workers),
-	HPZCTL_FIELD(faults),
-	HPZCTL_FIELD(faults_missing),
-	HPZCTL_FIELD(faults_minor),
-	HPZCTL_FIELD(faults_shared),
-	HPZCTL_FIELD(pages_cleared),
-	HPZCTL_FIELD(bytes_cleared),
-	HPZCTL_FIELD(pages_populated),
-	HPZCTL_FIELD(pages_punched),
-	HPZCTL_FIELD(resets),
-	HPZCTL_FIELD(registers),
-	HPZCTL_FIELD(unregisters),
-	HPZCTL_FIELD(requests_rejected),
-	HPZCTL_FIELD(clients_dropped),
-	HPZCTL_FIELD(fault_ns_total),
-	HPZCTL_FIELD(fault_ns_max),
-	HPZCTL_FIELD(hot_size),
-	HPZCTL_FIELD(extent_max),
-	HPZCTL_FIELD(bulk_bytes),
-	HPZCTL_FIELD(bulk_ns),
-	HPZCTL_FIELD(hot_bytes),
-	HPZCTL_FIELD(hot_ns),
-	HPZCTL_FIELD(faults_coalesced),
-	HPZCTL_FIELD(jobs_split),
-	HPZCTL_FIELD(faults_polled),
-	HPZCTL_FIELD(bg_pages_cleared),
-	HPZCTL_FIELD(bg_bytes_cleared),
-	HPZCTL_FIELD(bg_ns),
-	HPZCTL_FIELD(bg_pages_populated),
-	HPZCTL_FIELD(bg_pages_premapped),
-	HPZCTL_FIELD(bg_pages_pending),
-	HPZCTL_FIELD(bg_throttle_ns),
-	HPZCTL_FIELD(limit_uid_clients),
-	HPZCTL_FIELD(limit_uid_regions),
-	HPZCTL_FIELD(limit_uid_bytes),
-	HPZCTL_FIELD(limit_uid_state_bytes),
-	HPZCTL_FIELD(limit_region_pages),
-	HPZCTL_FIELD(limit_conn_regions),
-	HPZCTL_FIELD(uid_clients),
-	HPZCTL_FIELD(uid_regions),
-	HPZCTL_FIELD(uid_bytes),
-	HPZCTL_FIELD(uid_state_bytes),
-	HPZCTL_FIELD(fds_closing),
+	HPZ_COUNTERS_ALL(HPZCTL_FIELD, HPZCTL_FIELD)
 };
 
 #define HPZCTL_MAX_REGIONS	4096
@@ -133,6 +96,7 @@ static int	hpzctl_top(int, char **);
 static void	hpzctl_prom_label(FILE *, const char *);
 static void	hpzctl_prom_head(FILE *, const char *, const char *,
 		    const char *);
+static void	hpzctl_prom_fields(FILE *, const struct hpz_status *);
 static int	hpzctl_prom_write(FILE *, const struct hpz_status *,
 		    const struct hpz_region_info *, size_t);
 static int	hpzctl_prometheus(int, char **);
@@ -919,6 +883,44 @@ hpzctl_prom_head(FILE *f, const char *name, const char *type,
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/*
+ * The numbers of hpz-counters.h that have a metric, a family where its
+ * first line is, every line of the family under it.
+ */
+static void
+hpzctl_prom_fields(FILE *f, const struct hpz_status *st)
+{
+	const struct hpzctl_field	*p, *q;
+	unsigned long long		 v;
+	size_t				 i, j;
+
+	for (i = 0; i < HPZCTL_NFIELDS; i++) {
+		p = &hpzctl_fields[i];
+		if (*p->prom == '\0')
+			continue;
+		for (j = 0; j < i; j++)
+			if (strcmp(hpzctl_fields[j].prom, p->prom) == 0)
+				break;
+		if (j < i)
+			continue;	/* printed with its family */
+		fprintf(f, "# HELP hpzerod_%s %s\n# TYPE hpzerod_%s %s\n",
+		    p->prom, p->help, p->prom, p->kind);
+		for (j = i; j < HPZCTL_NFIELDS; j++) {
+			q = &hpzctl_fields[j];
+			if (strcmp(q->prom, p->prom) != 0)
+				continue;
+			fprintf(f, "hpzerod_%s", q->prom);
+			if (*q->label != '\0')
+				fprintf(f, "{%s}", q->label);
+			v = hpzctl_value(st, q);
+			if (strcmp(q->unit, "ms") == 0)	/* base unit: seconds */
+				fprintf(f, " %.3f\n", (double)v / 1e3);
+			else
+				fprintf(f, " %llu\n", v);
+		}
+	}
+}
+
 /* Everything, in the text exposition format 0.0.4. */
 static int
 hpzctl_prom_write(FILE *f, const struct hpz_status *st,
@@ -928,65 +930,7 @@ hpzctl_prom_write(FILE *f, const struct hpz_status *st,
 	size_t			 i;
 	int			 b;
 
-	hpzctl_prom_head(f, "hpzerod_faults_total", "counter",
-	    "Faults resolved, by kind of page.");
-	fprintf(f, "hpzerod_faults_total{kind=\"missing\"} %llu\n",
-	    st->faults_missing);
-	fprintf(f, "hpzerod_faults_total{kind=\"minor\"} %llu\n",
-	    st->faults_minor);
-	hpzctl_prom_head(f, "hpzerod_pages_cleared_total", "counter",
-	    "Garbage pages cleared, to serve a fault or in the background.");
-	fprintf(f, "hpzerod_pages_cleared_total{by=\"fault\"} %llu\n",
-	    st->pages_cleared);
-	fprintf(f, "hpzerod_pages_cleared_total{by=\"background\"} %llu\n",
-	    st->bg_pages_cleared);
-	hpzctl_prom_head(f, "hpzerod_bytes_cleared_total", "counter",
-	    "Bytes cleared, to serve a fault or in the background.");
-	fprintf(f, "hpzerod_bytes_cleared_total{by=\"fault\"} %llu\n",
-	    st->bytes_cleared);
-	fprintf(f, "hpzerod_bytes_cleared_total{by=\"background\"} %llu\n",
-	    st->bg_bytes_cleared);
-	hpzctl_prom_head(f, "hpzerod_pages_populated_total", "counter",
-	    "Pages allocated, to serve a fault or ahead of the faults.");
-	fprintf(f, "hpzerod_pages_populated_total{by=\"fault\"} %llu\n",
-	    st->pages_populated);
-	fprintf(f, "hpzerod_pages_populated_total{by=\"background\"} %llu\n",
-	    st->bg_pages_populated);
-	hpzctl_prom_head(f, "hpzerod_pages_premapped_total", "counter",
-	    "Pages mapped into a client before it touched them.");
-	fprintf(f, "hpzerod_pages_premapped_total %llu\n",
-	    st->bg_pages_premapped);
-	hpzctl_prom_head(f, "hpzerod_resets_total", "counter",
-	    "Successful reset requests.");
-	fprintf(f, "hpzerod_resets_total %llu\n", st->resets);
-	hpzctl_prom_head(f, "hpzerod_requests_rejected_total", "counter",
-	    "Requests answered with an error.");
-	fprintf(f, "hpzerod_requests_rejected_total %llu\n",
-	    st->requests_rejected);
-	hpzctl_prom_head(f, "hpzerod_clients_dropped_total", "counter",
-	    "Client connections closed because of a protocol error.");
-	fprintf(f, "hpzerod_clients_dropped_total %llu\n",
-	    st->clients_dropped);
-
-	hpzctl_prom_head(f, "hpzerod_clients", "gauge",
-	    "Clients connected now.");
-	fprintf(f, "hpzerod_clients %llu\n", st->clients);
-	hpzctl_prom_head(f, "hpzerod_regions", "gauge",
-	    "Regions registered now.");
-	fprintf(f, "hpzerod_regions %llu\n", st->regions);
-	hpzctl_prom_head(f, "hpzerod_bytes_registered", "gauge",
-	    "Bytes in the regions registered now.");
-	fprintf(f, "hpzerod_bytes_registered %llu\n", st->bytes_registered);
-	hpzctl_prom_head(f, "hpzerod_workers", "gauge", "Worker threads.");
-	fprintf(f, "hpzerod_workers %llu\n", st->workers);
-	hpzctl_prom_head(f, "hpzerod_background_pending_pages", "gauge",
-	    "Garbage pages of every region not yet cleared.");
-	fprintf(f, "hpzerod_background_pending_pages %llu\n",
-	    st->bg_pages_pending);
-	hpzctl_prom_head(f, "hpzerod_uptime_seconds", "gauge",
-	    "Seconds since the daemon started.");
-	fprintf(f, "hpzerod_uptime_seconds %.3f\n",
-	    (double)st->uptime_ms / 1e3);
+	hpzctl_prom_fields(f, st);
 	hpzctl_prom_head(f, "hpzerod_info", "gauge",
 	    "The daemon's version and clear kernels.");
 	fputs("hpzerod_info{version=\"", f);

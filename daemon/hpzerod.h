@@ -250,38 +250,18 @@ struct worker_config {
 };
 extern struct worker_config	 worker_config;
 
-/* Counters; relaxed atomics, read by status. */
+/*
+ * Counters; relaxed atomics, read by status.  The D lines of hpz-counters.h
+ * (stats_fill copies them into the reply as they are), then what only the
+ * daemon sees.
+ */
 #define STATS_HIST_BUCKETS	32	/* bucket i: [2^i, 2^(i+1)) ns */
+#define STATS_FIELD(name, kind, unit, prom, label, help) \
+	atomic_uint_fast64_t	name;
+#define STATS_NONE(name, kind, unit, prom, label, help)
 struct stats {
-	atomic_uint_fast64_t	faults;
-	atomic_uint_fast64_t	faults_missing;
-	atomic_uint_fast64_t	faults_minor;
-	atomic_uint_fast64_t	faults_shared;
-	atomic_uint_fast64_t	pages_cleared;
-	atomic_uint_fast64_t	bytes_cleared;
-	atomic_uint_fast64_t	pages_populated;
-	atomic_uint_fast64_t	pages_punched;
-	atomic_uint_fast64_t	resets;
-	atomic_uint_fast64_t	registers;
-	atomic_uint_fast64_t	unregisters;
-	atomic_uint_fast64_t	requests_rejected;
-	atomic_uint_fast64_t	clients_dropped;
-	atomic_uint_fast64_t	fault_ns_total;
-	atomic_uint_fast64_t	fault_ns_max;
+	HPZ_COUNTERS_ALL(STATS_FIELD, STATS_NONE)
 	atomic_uint_fast64_t	hist[STATS_HIST_BUCKETS];
-	atomic_uint_fast64_t	bulk_bytes;	/* cleared with the bulk kernel */
-	atomic_uint_fast64_t	bulk_ns;
-	atomic_uint_fast64_t	hot_bytes;	/* cleared with the hot kernel */
-	atomic_uint_fast64_t	hot_ns;
-	atomic_uint_fast64_t	faults_coalesced;	/* resolved with another */
-	atomic_uint_fast64_t	jobs_split;	/* clears shared by workers */
-	atomic_uint_fast64_t	faults_polled;	/* read by a spinning worker */
-	atomic_uint_fast64_t	bg_pages_cleared;
-	atomic_uint_fast64_t	bg_bytes_cleared;
-	atomic_uint_fast64_t	bg_ns;
-	atomic_uint_fast64_t	bg_pages_populated;
-	atomic_uint_fast64_t	bg_pages_premapped;
-	atomic_uint_fast64_t	bg_throttle_ns;
 	atomic_uint_fast64_t	faults_stray;	/* outside their region */
 };
 

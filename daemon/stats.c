@@ -71,27 +71,17 @@ stats_fill(struct hpz_msg_status_reply *s)
 {
 	int	i;
 
+#define STATS_COPY(name, kind, unit, prom, label, help) \
+	s->name = atomic_load(&stats.name);
+	HPZ_COUNTERS_ALL(STATS_COPY, STATS_NONE)
+#undef STATS_COPY
+	/* The V lines of hpz-counters.h, and what is not a plain number. */
 	snprintf(s->version, sizeof(s->version), "%s", PACKAGE_VERSION);
 	s->uptime_ms = (stats_now_ns() - hpzd_start_ns) / 1000000;
 	s->clients = control_nclients();
 	s->regions = stats_nregions();
 	s->bytes_registered = stats_bytes_registered();
 	s->workers = (uint64_t)worker_count();
-	s->faults = atomic_load(&stats.faults);
-	s->faults_missing = atomic_load(&stats.faults_missing);
-	s->faults_minor = atomic_load(&stats.faults_minor);
-	s->faults_shared = atomic_load(&stats.faults_shared);
-	s->pages_cleared = atomic_load(&stats.pages_cleared);
-	s->bytes_cleared = atomic_load(&stats.bytes_cleared);
-	s->pages_populated = atomic_load(&stats.pages_populated);
-	s->pages_punched = atomic_load(&stats.pages_punched);
-	s->resets = atomic_load(&stats.resets);
-	s->registers = atomic_load(&stats.registers);
-	s->unregisters = atomic_load(&stats.unregisters);
-	s->requests_rejected = atomic_load(&stats.requests_rejected);
-	s->clients_dropped = atomic_load(&stats.clients_dropped);
-	s->fault_ns_total = atomic_load(&stats.fault_ns_total);
-	s->fault_ns_max = atomic_load(&stats.fault_ns_max);
 	snprintf(s->clear_kernel, sizeof(s->clear_kernel), "%s",
 	    clear_bulk_kernel->name);
 	snprintf(s->hot_kernel, sizeof(s->hot_kernel), "%s",
@@ -101,22 +91,9 @@ stats_fill(struct hpz_msg_status_reply *s)
 	s->hot_size = worker_config.hot_size;
 	s->extent_max = worker_config.extent_max != 0 ?
 	    worker_config.extent_max : plan_extent_max(topo.llc_share);
-	s->bulk_bytes = atomic_load(&stats.bulk_bytes);
-	s->bulk_ns = atomic_load(&stats.bulk_ns);
-	s->hot_bytes = atomic_load(&stats.hot_bytes);
-	s->hot_ns = atomic_load(&stats.hot_ns);
-	s->faults_coalesced = atomic_load(&stats.faults_coalesced);
-	s->jobs_split = atomic_load(&stats.jobs_split);
-	s->faults_polled = atomic_load(&stats.faults_polled);
 	for (i = 0; i < STATS_HIST_BUCKETS && i < HPZ_LATENCY_BUCKETS; i++)
 		s->latency_hist[i] = atomic_load(&stats.hist[i]);
-	s->bg_pages_cleared = atomic_load(&stats.bg_pages_cleared);
-	s->bg_bytes_cleared = atomic_load(&stats.bg_bytes_cleared);
-	s->bg_ns = atomic_load(&stats.bg_ns);
-	s->bg_pages_populated = atomic_load(&stats.bg_pages_populated);
-	s->bg_pages_premapped = atomic_load(&stats.bg_pages_premapped);
 	s->bg_pages_pending = scrub_pending_pages();
-	s->bg_throttle_ns = atomic_load(&stats.bg_throttle_ns);
 	s->bg_budget_mbps = (uint64_t)(scrub_budget_gbs(0) * 1000);
 	s->bg_client_budget_mbps = (uint64_t)(scrub_budget_gbs(1) * 1000);
 	s->fds_closing = reap_pending();

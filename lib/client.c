@@ -955,61 +955,18 @@ hpz_status(struct hpz_status *st)
 		return (error);
 	memset(st, 0, sizeof(*st));
 	snprintf(st->version, sizeof(st->version), "%s", s->version);
-	st->uptime_ms = s->uptime_ms;
-	st->clients = s->clients;
-	st->regions = s->regions;
-	st->bytes_registered = s->bytes_registered;
-	st->workers = s->workers;
-	st->faults = s->faults;
-	st->faults_missing = s->faults_missing;
-	st->faults_minor = s->faults_minor;
-	st->faults_shared = s->faults_shared;
-	st->pages_cleared = s->pages_cleared;
-	st->bytes_cleared = s->bytes_cleared;
-	st->pages_populated = s->pages_populated;
-	st->pages_punched = s->pages_punched;
-	st->resets = s->resets;
-	st->registers = s->registers;
-	st->unregisters = s->unregisters;
-	st->requests_rejected = s->requests_rejected;
-	st->clients_dropped = s->clients_dropped;
-	st->fault_ns_total = s->fault_ns_total;
-	st->fault_ns_max = s->fault_ns_max;
+#define LIB_STATUS_COPY(name, kind, unit, prom, label, help) \
+	st->name = s->name;
+	HPZ_COUNTERS_ALL(LIB_STATUS_COPY, LIB_STATUS_COPY)
+#undef LIB_STATUS_COPY
 	snprintf(st->clear_kernel, sizeof(st->clear_kernel), "%s",
 	    s->clear_kernel);
 	snprintf(st->hot_kernel, sizeof(st->hot_kernel), "%s", s->hot_kernel);
 	st->clear_gbs = (double)s->clear_mbps / 1000.0;
-	st->hot_size = s->hot_size;
-	st->extent_max = s->extent_max;
-	st->bulk_bytes = s->bulk_bytes;
-	st->bulk_ns = s->bulk_ns;
-	st->hot_bytes = s->hot_bytes;
-	st->hot_ns = s->hot_ns;
-	st->faults_coalesced = s->faults_coalesced;
-	st->jobs_split = s->jobs_split;
-	st->faults_polled = s->faults_polled;
 	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
 		st->latency_hist[i] = s->latency_hist[i];
-	st->bg_pages_cleared = s->bg_pages_cleared;
-	st->bg_bytes_cleared = s->bg_bytes_cleared;
-	st->bg_ns = s->bg_ns;
-	st->bg_pages_populated = s->bg_pages_populated;
-	st->bg_pages_premapped = s->bg_pages_premapped;
-	st->bg_pages_pending = s->bg_pages_pending;
-	st->bg_throttle_ns = s->bg_throttle_ns;
 	st->bg_budget_gbs = (double)s->bg_budget_mbps / 1000.0;
 	st->bg_client_budget_gbs = (double)s->bg_client_budget_mbps / 1000.0;
-	st->limit_uid_clients = s->limit_uid_clients;
-	st->limit_uid_regions = s->limit_uid_regions;
-	st->limit_uid_bytes = s->limit_uid_bytes;
-	st->limit_uid_state_bytes = s->limit_uid_state_bytes;
-	st->limit_region_pages = s->limit_region_pages;
-	st->limit_conn_regions = s->limit_conn_regions;
-	st->uid_clients = s->uid_clients;
-	st->uid_regions = s->uid_regions;
-	st->uid_bytes = s->uid_bytes;
-	st->uid_state_bytes = s->uid_state_bytes;
-	st->fds_closing = s->fds_closing;
 	return (0);
 }
 

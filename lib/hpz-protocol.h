@@ -8,7 +8,8 @@
  * the page-state memfd of hpz-state.h) and HPZ_MSG_POOL_FILE (exactly one,
  * the pool file handed to the client).
  *
- * Don't forget to bump HPZ_PROTOCOL_VERSION when anything here changes.
+ * Don't forget to bump HPZ_PROTOCOL_VERSION when anything here, or in the
+ * list of the status reply's numbers (hpz-counters.h), changes.
  */
 #ifndef HPZ_PROTOCOL_H
 #define HPZ_PROTOCOL_H
@@ -80,65 +81,27 @@ struct hpz_msg_reply {
 	char		text[HPZ_REPLY_TEXT];	/* NUL-terminated reason */
 };
 
+/* A number of the status reply (hpz-counters.h) on the wire. */
+#define HPZ_MSG_STATUS_FIELD(name, kind, unit, prom, label, help) \
+	uint64_t	name;
+
 struct hpz_msg_status_reply {
 	struct hpz_msg_header hdr;
 	char		version[32];	/* NUL-terminated */
-	uint64_t	uptime_ms;
-	uint64_t	clients;
-	uint64_t	regions;
-	uint64_t	bytes_registered;
-	uint64_t	workers;
-	uint64_t	faults;
-	uint64_t	faults_missing;
-	uint64_t	faults_minor;
-	uint64_t	faults_shared;
-	uint64_t	pages_cleared;
-	uint64_t	bytes_cleared;
-	uint64_t	pages_populated;
-	uint64_t	pages_punched;
-	uint64_t	resets;
-	uint64_t	registers;
-	uint64_t	unregisters;
-	uint64_t	requests_rejected;
-	uint64_t	clients_dropped;
-	uint64_t	fault_ns_total;
-	uint64_t	fault_ns_max;
+	HPZ_COUNTERS_DAEMON(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
+	HPZ_COUNTERS_FAULTS(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 	/* Clearing engine. */
 	char		clear_kernel[16];	/* NUL-terminated */
 	char		hot_kernel[16];		/* NUL-terminated */
 	uint64_t	clear_mbps;		/* bulk kernel, measured at start */
-	uint64_t	hot_size;
-	uint64_t	extent_max;
-	uint64_t	bulk_bytes;
-	uint64_t	bulk_ns;
-	uint64_t	hot_bytes;
-	uint64_t	hot_ns;
-	uint64_t	faults_coalesced;
-	uint64_t	jobs_split;
-	uint64_t	faults_polled;
+	HPZ_COUNTERS_ENGINE(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 	uint64_t	latency_hist[HPZ_LATENCY_BUCKETS];
 	/* Background work. */
-	uint64_t	bg_pages_cleared;
-	uint64_t	bg_bytes_cleared;
-	uint64_t	bg_ns;
-	uint64_t	bg_pages_populated;
-	uint64_t	bg_pages_premapped;
-	uint64_t	bg_pages_pending;
-	uint64_t	bg_throttle_ns;
+	HPZ_COUNTERS_BG(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 	uint64_t	bg_budget_mbps;		/* 0: unlimited */
 	uint64_t	bg_client_budget_mbps;
 	/* Limits in force (0: none), and what the asking uid holds. */
-	uint64_t	limit_uid_clients;
-	uint64_t	limit_uid_regions;
-	uint64_t	limit_uid_bytes;
-	uint64_t	limit_uid_state_bytes;
-	uint64_t	limit_region_pages;
-	uint64_t	limit_conn_regions;	/* per connection, built in */
-	uint64_t	uid_clients;
-	uint64_t	uid_regions;
-	uint64_t	uid_bytes;
-	uint64_t	uid_state_bytes;
-	uint64_t	fds_closing;		/* passed fds not yet closed */
+	HPZ_COUNTERS_LIMITS(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 };
 
 /* Change a region's policy (flags and background priority). */

@@ -15,8 +15,8 @@ if ! flock "${HPZ_INSTALL_LOCK:-/tmp/hpz-install.lock}" \
 fi
 rm -f "$dest.log"
 prefix=$(sed -n 's/^prefix=//p' "$HPZ_BUILDDIR/lib/libhpz.pc")
-for f in include/hpz.h lib/libhpz.so lib/pkgconfig/libhpz.pc sbin/hpzerod \
-    bin/hpzctl bin/hpz-demo share/man/man8/hpzerod.8 share/man/man8/hpzctl.8 \
+for f in include/hpz.h include/hpz-counters.h lib/libhpz.so \
+    lib/pkgconfig/libhpz.pc sbin/hpzerod bin/hpzctl bin/hpz-demo share/man/man8/hpzerod.8 share/man/man8/hpzctl.8 \
     share/man/man3/hpz_register.3 share/man/man3/hpz_reset.3 \
     share/man/man3/hpz_list_regions.3 share/man/man3/hpz_set_policy.3 \
     share/man/man1/hpz-demo.1 share/man/man1/hpz-run.1 bin/hpz-run \
@@ -37,7 +37,8 @@ fi
 cat >"$dest/t.c" <<'C'
 #include <hpz.h>
 #include <stdio.h>
-int main(void) { struct hpz_region r = { 0 }; (void)r;
+int main(void) { struct hpz_region r = { 0 };
+	struct hpz_status s = { .faults = 1 }; (void)r; (void)s;
 	printf("%s\n", hpz_strerror(-ECONNREFUSED)); return 0; }
 C
 sed -i '1i #include <errno.h>' "$dest/t.c"
