@@ -2307,29 +2307,18 @@ bench_json(const struct bench *b)
 			}
 			if ((o = json_object_new_object()) == NULL)
 				goto nomem;
-#define BENCH_DELTA(name) JADD(o, #name, json_object_new_int64(		\
-			    (int64_t)(bc->after.name - bc->before.name)))
-			BENCH_DELTA(faults);
-			BENCH_DELTA(faults_missing);
-			BENCH_DELTA(faults_minor);
-			BENCH_DELTA(faults_shared);
-			BENCH_DELTA(pages_cleared);
-			BENCH_DELTA(bytes_cleared);
-			BENCH_DELTA(pages_populated);
-			BENCH_DELTA(pages_punched);
-			BENCH_DELTA(resets);
-			BENCH_DELTA(bulk_bytes);
-			BENCH_DELTA(hot_bytes);
-			BENCH_DELTA(faults_coalesced);
-			BENCH_DELTA(jobs_split);
-			BENCH_DELTA(faults_polled);
-			BENCH_DELTA(bg_pages_cleared);
-			BENCH_DELTA(bg_bytes_cleared);
-			BENCH_DELTA(bg_ns);
-			BENCH_DELTA(bg_pages_populated);
-			BENCH_DELTA(bg_pages_premapped);
-			BENCH_DELTA(bg_throttle_ns);
+			/* Every counter the daemon counts (hpz-counters.h). */
+#define BENCH_DELTA_counter(name) JADD(o, #name, json_object_new_int64(	\
+			    (int64_t)(bc->after.name - bc->before.name)));
+#define BENCH_DELTA_gauge(name)
+#define BENCH_DELTA(name, kind, unit, prom, label, help)		\
+			BENCH_DELTA_##kind(name)
+#define BENCH_NONE(name, kind, unit, prom, label, help)
+			HPZ_COUNTERS_ALL(BENCH_DELTA, BENCH_NONE)
+#undef BENCH_NONE
 #undef BENCH_DELTA
+#undef BENCH_DELTA_gauge
+#undef BENCH_DELTA_counter
 			JADD(c, "daemon_delta", o);
 		}
 		JPUSH(cases, bench_jtake(&c));
