@@ -29,8 +29,13 @@ extern "C" {
 #define HPZ_PREMAP		0x0040u	/* map pages once they are ready,
 					   before they are touched */
 #define HPZ_NO_SCRUB		0x0080u	/* garbage is cleared on fault only */
+#define HPZ_NO_PREMAP		0x0002u	/* leave pages cleared or allocated
+					   ahead unmapped until touched
+					   (premapping them is the default;
+					   HPZ_PREMAP, which asked for it, is
+					   now the default) */
 #define HPZ_REGION_FLAGS	(HPZ_DISCARD | HPZ_AHEAD_ONFAULT | \
-	HPZ_AHEAD_EAGER | HPZ_PREMAP | HPZ_NO_SCRUB)
+	HPZ_AHEAD_EAGER | HPZ_PREMAP | HPZ_NO_SCRUB | HPZ_NO_PREMAP)
 
 /* hpz_set_policy() priorities of a region's background work. */
 #define HPZ_PRIO_MIN		0
@@ -115,6 +120,20 @@ struct hpz_status {
 	unsigned long long uid_bytes;
 	unsigned long long uid_state_bytes;
 	unsigned long long fds_closing;		/* passed fds being closed */
+	/* What a fault costs here, measured at start (0: not measured). */
+	unsigned long long cost_rt_ns;		/* uffd round trip, page cached */
+	int		 cost_rt_huge;		/* ... measured on 2 MiB pages */
+	unsigned long long cost_kzero_ns;	/* kernel zeroing a 2 MiB page */
+	unsigned long long cost_ktouch_ns;	/* kernel first touch of one */
+	unsigned long long cost_clear_ns;	/* hpzerod's clear of one */
+	/* Faults intercepted only while a region holds garbage. */
+	char		 policy_intercept[8];	/* "auto" or "always" */
+	char		 policy_step_aside[8];	/* "auto", "never", "always" */
+	unsigned long long regions_intercepting; /* trapping faults now */
+	unsigned long long intercept_on;	/* switches to trapping them */
+	unsigned long long intercept_off;	/* switches back to the kernel */
+	unsigned long long steps_aside;		/* garbage left to the kernel */
+	unsigned long long pages_aside;		/* pages so dropped */
 };
 
 /* One registered region, as hpz_list_regions() returns it. */

@@ -122,6 +122,8 @@ struct resolve {
 	int			 error;		/* RESOLVE_FAILED, _LOST */
 	int			 tampered;	/* BUSY bits found unclaimed */
 	int			 resets_done;	/* no hold left for a reset */
+	int			 garbage_gone;	/* we cleared the last garbage
+						   page the table counted */
 	struct resolve_waiters	 woken;		/* parked on our pages */
 };
 
@@ -145,6 +147,11 @@ uint64_t	 resolve_reset(struct resolve_table *, uint64_t first,
 int		 resolve_resets_pending(struct resolve_table *);
 uint64_t	 resolve_garbage(struct resolve_table *);
 void		 resolve_forget_garbage(struct resolve_table *, uint64_t n);
+int		 resolve_drop(struct resolve_table *, uint64_t from,
+		    uint64_t to, uint64_t run,
+		    int (*punch)(void *, uint64_t first, uint64_t n),
+		    void *arg, struct resolve_waiters *woken,
+		    int *resets_done, uint64_t *dropped, uint64_t *held);
 void		 resolve_park(struct resolve_table *, struct resolve_waiter *);
 void		 resolve_cancel_waiters(struct resolve_table *,
 		    struct resolve_waiters *out);

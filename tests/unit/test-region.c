@@ -539,6 +539,8 @@ state_region(struct region *r, struct client *c, uint64_t npages)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	region_resolve_init(r);
+	/* As libhpz registers it: its faults come to us. */
+	intercept_init(r);
 }
 
 static void
@@ -569,6 +571,30 @@ Test(region, reset_marks_pages_garbage)
 	    NULL), -EINVAL);
 	cr_assert_eq(atomic_load(&r.state[0]), PAGE_MAPPED,
 	    "a refused reset changed a page");
+	free(r.state);
+}
+
+/*
+ * A region whose faults the kernel serves (no garbage) must trap them
+ * again before a reset declares anything garbage: where that fails, the
+ * reset fails and no page changes (else the kernel would map garbage).
+ */
+Test(region, reset_refused_when_faults_cannot_be_trapped)
+{
+	struct client	c;
+	struct region	r;
+	uint64_t	i;
+
+	state_region(&r, &c, 8);
+	atomic_store(&r.intercepting, 0);
+	r.uffd = -1;		/* UFFDIO_REGISTER fails: EBADF */
+	cr_assert_lt(region_reset(&r, ADDR, 8 * PAGE_2M, reset_never, NULL),
+	    0, "a reset went on without trapping the faults");
+	for (i = 0; i < 8; i++)
+		cr_assert_eq(atomic_load(&r.state[i]), PAGE_MAPPED,
+		    "page %llu changed by a refused reset",
+		    (unsigned long long)i);
+	cr_assert_eq(resolve_garbage(&r.rt), 0);
 	free(r.state);
 }
 
