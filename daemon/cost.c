@@ -371,23 +371,37 @@ cost_fault_gain(const struct cost *c, uint64_t page_size)
  * Keep serving the faults of a region that holds garbage (1), or step
  * aside (0): drop its garbage and let the kernel zero each page on its
  * fault.  Pure.  demand: threads that want a CPU now (other runnable
- * tasks, and the threads waiting on our faults); scrub: background
- * clearing runs for the region.  The daemon wins where a core is left for
- * the scrub to clear ahead of the client, or where its fault path beats
- * the kernel's by enough to pay for the CPU it takes from the client.
+ * tasks, and the threads waiting on our faults); queued: faults read and
+ * not yet answered, this one included; nworkers: our fault threads; scrub:
+ * background clearing runs for the region.
+ *
+ * A fault the daemon serves waits a round trip plus the clears queued
+ * before it, shared among the workers, each worker getting the share of a
+ * CPU that the runnable threads leave it; the kernel's costs its first
+ * touch, on the faulting thread, whatever the queue.  Keep while ours is
+ * the shorter wait.  Where a core is idle and the scrub runs, it clears
+ * ahead of the client: keep.
  */
 int
 cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
-    int ncpus)
+    int ncpus, int queued, int nworkers)
 {
-	double	gain = cost_fault_gain(c, page_size);
-	int	idle_cpu = demand < ncpus;
+	double	scale, kernel, ours, share, rounds;
 
-	if (idle_cpu && scrub)
+	if (!c->measured || c->clear_ns == 0 || page_size < COST_HUGE)
+		return (1);	/* nothing to go by: as before */
+	if (demand < ncpus && scrub)
 		return (1);
-	if (idle_cpu && gain >= COST_KEEP_IDLE_GAIN)
-		return (1);
-	return (gain >= COST_KEEP_BUSY_GAIN);
+	if (nworkers < 1)
+		nworkers = 1;
+	if (queued < 1)
+		queued = 1;
+	scale = (double)page_size / (double)COST_HUGE;
+	kernel = (double)c->ktouch_ns * scale;
+	share = demand <= ncpus ? 1.0 : (double)ncpus / (double)demand;
+	rounds = (double)((queued + nworkers - 1) / nworkers);
+	ours = (double)c->rt_ns + (double)c->clear_ns * scale * rounds / share;
+	return (ours < kernel);
 }
 
 /*

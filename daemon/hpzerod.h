@@ -441,16 +441,12 @@ struct cost {
 	uint64_t	 clear_ns;	/* our bulk clear of a 2 MiB page */
 	int		 measured;	/* rt_ns and ktouch_ns both known */
 };
-/* A fault path this much faster than the kernel pays with an idle core. */
-#define COST_KEEP_IDLE_GAIN	2.0
-/* ... and this much faster pays even taking a CPU from the client. */
-#define COST_KEEP_BUSY_GAIN	3.0
 void		 cost_measure(void);
 void		 cost_get(struct cost *);
 void		 cost_text(char *, size_t);
 double		 cost_fault_gain(const struct cost *, uint64_t page_size);
 int		 cost_keep(const struct cost *, uint64_t page_size, int scrub,
-		    int demand, int ncpus);
+		    int demand, int ncpus, int queued, int nworkers);
 int		 cost_demand(void);
 long long	 cost_host_avail(uint64_t page_size);
 

@@ -229,7 +229,8 @@ intercept_keep(struct region *r)
 			return (1);
 		cost_get(&c);
 		scrub = scrub_region_enabled(r);
-		if (cost_keep(&c, r->page_size, scrub, demand, topo_online()))
+		if (cost_keep(&c, r->page_size, scrub, demand, topo_online(),
+		    (int)atomic_load(&stats.faults_inflight), worker_count()))
 			return (1);
 	}
 	/*

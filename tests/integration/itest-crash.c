@@ -333,7 +333,13 @@ cr_child(struct cr *c, enum cr_scenario s)
 	rep.ok = 1;
 	busy = s == CR_BUSY_RESTART || s == CR_BUSY_FALLBACK;
 	npages = CR_NPAGES;
-	if (hpz_region_create(&r, (size_t)npages * CR_PAGE, HPZ_PAGE_2M) != 0 ||
+	/*
+	 * The busy bytes forged below stand for a server that died holding
+	 * garbage, which it only ever holds with the range's faults trapped:
+	 * no scrub, so that garbage is left and the range stays trapped.
+	 */
+	if (hpz_region_create(&r, (size_t)npages * CR_PAGE, HPZ_PAGE_2M |
+	    (busy ? HPZ_NO_SCRUB : 0)) != 0 ||
 	    hpz_register(&r) != 0) {
 		snprintf(rep.why, sizeof(rep.why), "register: %s",
 		    hpz_last_error());
@@ -523,11 +529,13 @@ Test(crash, sigkill_fallback_then_hand_back)
 	cr_from_child(&c, &rep, sizeof(rep));
 	cr_check(&rep);
 	cr_assert(cr_listed(&c, &info));
-	/* Pages 10-15 were first touched after the hand-back. */
-	cr_assert_gt(info.faults, faults, "the new daemon served no fault");
-	fprintf(stderr, "crash sigkill_fallback_then_hand_back: %llu faults "
-	    "served by the new daemon after the hand-back\n",
-	    (unsigned long long)(info.faults - faults));
+	/*
+	 * Pages 10-15 were first touched after the hand-back; fresh pages
+	 * are the kernel's: the new daemon took the region back and left
+	 * its faults alone.
+	 */
+	cr_assert_eq(info.faults, faults, "the new daemon served %llu faults "
+	    "of fresh pages", (unsigned long long)(info.faults - faults));
 	cr_finish(&c, "sigkill_fallback_then_hand_back", &rep);
 }
 

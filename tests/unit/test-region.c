@@ -755,3 +755,30 @@ Test(mapping, own_shared_mapping_accepted_others_refused)
 	munmap(p, 8 * 4096);
 	close(fd);
 }
+
+/*
+ * The step-aside policy (cost.c): the daemon keeps a garbage fault while
+ * its wait (a round trip and the clears queued before it, on the share of
+ * a CPU the workers get) is shorter than the kernel's first touch.
+ */
+Test(region, cost_keep_steps_aside_only_when_behind)
+{
+	struct cost	c = { .rt_ns = 25000, .huge = 1, .kzero_ns = 95000,
+	    .ktouch_ns = 130000, .clear_ns = 33000, .measured = 1 };
+	struct cost	none = { 0 };
+
+	/* Nothing measured: keep serving, as before calibration. */
+	cr_assert(cost_keep(&none, PAGE_2M, 0, 99, 2, 99, 2));
+	/* An idle core and the scrub clearing ahead: keep. */
+	cr_assert(cost_keep(&c, PAGE_2M, 1, 1, 2, 64, 2));
+	/* One fault, a quiet machine: 58 us against 130. */
+	cr_assert(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2));
+	/* Four faults a worker queued: 25 + 4 x 33 > 130: step aside. */
+	cr_assert_not(cost_keep(&c, PAGE_2M, 0, 1, 2, 8, 2));
+	/* Three runnable threads a CPU: a third of one each, 124 < 130. */
+	cr_assert(cost_keep(&c, PAGE_2M, 1, 6, 2, 1, 2));
+	/* Four: 157 > 130, and no idle core for the scrub either. */
+	cr_assert_not(cost_keep(&c, PAGE_2M, 1, 8, 2, 1, 2));
+	/* 4 KiB pages: nothing measured to go by. */
+	cr_assert(cost_keep(&c, 4096, 0, 8, 2, 64, 2));
+}
