@@ -52,6 +52,7 @@ resolve_begin(struct resolve *rs, struct resolve_table *t,
 	rs->hold.lo = 0;
 	rs->hold.n = 0;
 	rs->hold.reset = 0;
+	rs->hold.perpage = 1;
 	rs->hold.idle = (flags & RESOLVE_IDLE) != 0;
 	rs->hold.boosted = 0;
 	rs->hold.owner = pthread_self();
@@ -117,10 +118,12 @@ resolve_take(struct resolve *rs, uint64_t idx, uint64_t off)
 	else {
 		memmove(rs->was + 1, rs->was, h->n * sizeof(rs->was[0]));
 		memmove(rs->off + 1, rs->off, h->n * sizeof(rs->off[0]));
+		memmove(h->rst + 1, h->rst, h->n * sizeof(h->rst[0]));
 		h->lo--;
 		h->n++;
 		k = 0;
 	}
+	h->rst[k] = 0;
 	rs->was[k] = old & PAGE_STATE_MASK;
 	rs->off[k] = off;
 	atomic_store_explicit(&t->state[idx],
@@ -223,7 +226,7 @@ resolve_mark_cleared(struct resolve *rs)
 	pthread_mutex_lock(&t->lock);
 	for (k = 0; k < h->n; k++) {
 		atomic_store_explicit(&t->state[h->lo + k], (uint8_t)
-		    (PAGE_ZEROED | PAGE_BUSY | (h->reset ? PAGE_RESET : 0)),
+		    (PAGE_ZEROED | PAGE_BUSY | (h->rst[k] ? PAGE_RESET : 0)),
 		    memory_order_release);
 		rs->now[k] = PAGE_ZEROED;
 	}
@@ -299,7 +302,12 @@ resolve_release(struct resolve *rs)
 
 	pthread_mutex_lock(&t->lock);
 	for (k = 0; k < h->n; k++) {
-		final = h->reset ? PAGE_GARBAGE : rs->now[k];
+		/*
+		 * Only the pages a reset named: the others of the run are
+		 * mapped in the client, which goes on writing them (a reset
+		 * zaps only its own range).
+		 */
+		final = h->rst[k] ? PAGE_GARBAGE : rs->now[k];
 		atomic_store_explicit(&t->state[h->lo + k], final,
 		    memory_order_release);
 		if (rs->was[k] == PAGE_GARBAGE && final != PAGE_GARBAGE) {
@@ -415,6 +423,10 @@ resolve_reset(struct resolve_table *t, uint64_t first, uint64_t n)
 			t->nreset++;
 			flagged++;
 		}
+		if (h->perpage)
+			for (i = h->lo > first ? h->lo : first;
+			    i < h->lo + h->n && i < first + n; i++)
+				h->rst[i - h->lo] = 1;
 	}
 	for (i = first; i < first + n; i++) {
 		if (held && resolve_holder(t, i) != NULL) {
@@ -517,6 +529,7 @@ resolve_drop(struct resolve_table *t, uint64_t from, uint64_t to,
 		h.lo = i;
 		h.n = end - i;
 		h.reset = 0;
+		h.perpage = 0;		/* a reset keeps the whole run */
 		h.idle = 0;
 		h.boosted = 0;
 		h.owner = pthread_self();

@@ -42,7 +42,11 @@ struct resolve_hold {
 	TAILQ_ENTRY(resolve_hold) entry;
 	uint64_t		 lo;		/* first page */
 	uint64_t		 n;		/* pages held; 0: none */
-	int			 reset;		/* a reset came: garbage after */
+	int			 reset;		/* a reset came: its reply waits */
+	int			 perpage;	/* rst[] says which pages it
+						   reset (else: all of them) */
+	uint8_t			 rst[RESOLVE_BATCH_MAX]; /* page lo+k reset:
+						   garbage after */
 	int			 idle;		/* holder runs at SCHED_IDLE */
 	int			 boosted;	/* raised for a waiter */
 	pthread_t		 owner;

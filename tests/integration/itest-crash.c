@@ -89,8 +89,13 @@ cr_daemon_start(struct cr *c)
 		fd = open(c->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (fd >= 0)
 			dup2(fd, 2);
+		/*
+		 * Never step aside: the garbage the scenarios forge busy
+		 * stays garbage, its range trapped, as a server dying
+		 * while it holds garbage leaves it.
+		 */
 		execl(path, "hpzerod", "--socket", c->sock, "--workers", "2",
-		    "--pool", "off", (char *)NULL);
+		    "--pool", "off", "--step-aside", "never", (char *)NULL);
 		_exit(121);
 	}
 	for (i = 0; i < 500 && access(c->sock, F_OK) != 0; i++)
