@@ -4,13 +4,17 @@
  * garbage page's fault beats the kernel zeroing a fresh one, and whether
  * the machine has a core to spare for it right now.
  *
- * Three figures, each the median of a few tries on a file of our own:
+ * Four figures, each the median of a few tries on a file of our own:
  * the uffd round trip (a thread touches a page already in the file of a
  * range registered for minor faults; another thread, asleep in poll,
  * reads the fault and maps it with UFFDIO_CONTINUE: what the faulting
  * thread waits, clearing aside), the kernel's zeroing of a page
  * (fallocate of a hole) and the kernel's first touch (a write to a hole
- * of a mapping nobody intercepts: the exception and the zeroing).  Huge
+ * of a mapping nobody intercepts: the exception and the zeroing), and our
+ * bulk kernel's clear of such a page out of the caches (not the warm
+ * buffer clear.c calibrates on: a garbage page is cold).  The policy also
+ * watches what garbage faults through us take of late (cost_observe), so
+ * that a machine busier than at start steps aside.  Huge
  * pages are used when the host has two free; else the round trip is
  * measured on shmem and the kernel's figures wait for free huge pages
  * (the 5 s timer tries again, off the loop).
@@ -216,7 +220,8 @@ out:
  * cache (three times faster).  -1 on failure.
  */
 static int
-cost_kernel(int fd, int n, uint64_t *zero_ns, uint64_t *touch_ns)
+cost_kernel(int fd, int n, uint64_t *zero_ns, uint64_t *touch_ns,
+    uint64_t *clear_ns)
 {
 	uint64_t	 v[COST_PAGES_MAX], t0;
 	volatile char	*p;
@@ -231,8 +236,14 @@ cost_kernel(int fd, int n, uint64_t *zero_ns, uint64_t *touch_ns)
 	    MAP_ANONYMOUS, -1, 0);
 	if (ev == MAP_FAILED)
 		goto out;
+	/*
+	 * Every byte: this VM backs a page it never used at a finer grain
+	 * than 2 MiB (one byte warmed 4 KiB of it; the others then cost
+	 * milliseconds).  Punched, the pages go back to the free list's head
+	 * and come back to us below.
+	 */
 	for (i = 0; i < n; i++)
-		p[(uint64_t)i * COST_HUGE] = 1;
+		memset((char *)p + (uint64_t)i * COST_HUGE, 1, COST_HUGE);
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
 	    (off_t)((uint64_t)n * COST_HUGE)) == -1)
 		goto out;
@@ -251,6 +262,23 @@ cost_kernel(int fd, int n, uint64_t *zero_ns, uint64_t *touch_ns)
 		v[i - half] = stats_now_ns() - t0;
 	}
 	*zero_ns = cost_median(v, n - half);
+	/*
+	 * Our clear of a page out of the caches, as a fault meets it: the
+	 * bulk kernel measured at start runs on a warm buffer, which a
+	 * garbage page is not.
+	 */
+	*clear_ns = 0;
+	if (clear_bulk_kernel != NULL) {
+		memset(ev, 2, COST_EVICT);
+		for (i = 0; i < half; i++) {
+			t0 = stats_now_ns();
+			clear_bulk_kernel->fn((char *)p + (uint64_t)i *
+			    COST_HUGE, COST_HUGE);
+			clear_fence();
+			v[i] = stats_now_ns() - t0;
+		}
+		*clear_ns = cost_median(v, half);
+	}
 	error = 0;
 out:
 	if (ev != MAP_FAILED)
@@ -267,7 +295,7 @@ void
 cost_measure(void)
 {
 	struct cost	c;
-	uint64_t	rt = 0, zero = 0, touch = 0;
+	uint64_t	rt = 0, zero = 0, touch = 0, cold = 0;
 	long		page4k = sysconf(_SC_PAGESIZE);
 	long long	avail = cost_host_avail(COST_HUGE);
 	int		fd, huge = 0, n;
@@ -278,7 +306,7 @@ cost_measure(void)
 	if (n >= 2 && (fd = memfd_create("hpzd-cost", MFD_CLOEXEC |
 	    MFD_HUGETLB | MFD_HUGE_2MB)) != -1) {
 		if (ftruncate(fd, (off_t)((uint64_t)n * COST_HUGE)) == 0 &&
-		    cost_kernel(fd, n, &zero, &touch) == 0) {
+		    cost_kernel(fd, n, &zero, &touch, &cold) == 0) {
 			rt = cost_round_trip(fd, COST_HUGE, 1);
 			huge = rt != 0;
 		}
@@ -300,7 +328,9 @@ cost_measure(void)
 		c.kzero_ns = zero;
 		c.ktouch_ns = touch;
 	}
-	if (clear_bulk_kernel != NULL &&
+	if (cold != 0)
+		c.clear_ns = cold;
+	else if (c.clear_ns == 0 && clear_bulk_kernel != NULL &&
 	    clear_calibrated_gbs(clear_bulk_kernel->kind) > 0)
 		c.clear_ns = (uint64_t)((double)COST_HUGE /
 		    clear_calibrated_gbs(clear_bulk_kernel->kind));
@@ -384,7 +414,7 @@ cost_fault_gain(const struct cost *c, uint64_t page_size)
  */
 int
 cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
-    int ncpus, int queued, int nworkers)
+    int ncpus, int queued, int nworkers, uint64_t observed_ns)
 {
 	double	scale, kernel, ours, share, rounds;
 
@@ -401,7 +431,37 @@ cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
 	share = demand <= ncpus ? 1.0 : (double)ncpus / (double)demand;
 	rounds = (double)((queued + nworkers - 1) / nworkers);
 	ours = (double)c->rt_ns + (double)c->clear_ns * scale * rounds / share;
+	/* What garbage faults through us took of late, if it is more. */
+	if (observed_ns != 0 && (double)(c->rt_ns + observed_ns) > ours)
+		ours = (double)(c->rt_ns + observed_ns);
 	return (ours < kernel);
+}
+
+/*
+ * Garbage faults as served of late: from the read of the message to the
+ * answer (the round trip's kernel side is cost.rt_ns), a moving average
+ * over the last few, forgotten after COST_OBSERVED_NS without one.
+ */
+#define COST_OBSERVED_NS	1000000000ULL
+static atomic_uint_fast64_t	cost_obs_ns;	/* the average */
+static atomic_uint_fast64_t	cost_obs_at;	/* when last fed */
+
+void
+cost_observe(uint64_t ns)
+{
+	uint64_t	old = atomic_load(&cost_obs_ns);
+
+	/* Lock-free and approximate: a lost update costs nothing. */
+	atomic_store(&cost_obs_ns, old == 0 ? ns : old - old / 8 + ns / 8);
+	atomic_store(&cost_obs_at, stats_now_ns());
+}
+
+uint64_t
+cost_observed(void)
+{
+	if (stats_now_ns() - atomic_load(&cost_obs_at) > COST_OBSERVED_NS)
+		return (0);
+	return (atomic_load(&cost_obs_ns));
 }
 
 /*

@@ -446,8 +446,11 @@ void		 cost_get(struct cost *);
 void		 cost_text(char *, size_t);
 double		 cost_fault_gain(const struct cost *, uint64_t page_size);
 int		 cost_keep(const struct cost *, uint64_t page_size, int scrub,
-		    int demand, int ncpus, int queued, int nworkers);
+		    int demand, int ncpus, int queued, int nworkers,
+		    uint64_t observed_ns);
 int		 cost_demand(void);
+void		 cost_observe(uint64_t ns);
+uint64_t	 cost_observed(void);
 long long	 cost_host_avail(uint64_t page_size);
 
 /* intercept.c: faults trapped only while a region holds garbage. */

@@ -230,7 +230,8 @@ intercept_keep(struct region *r)
 		cost_get(&c);
 		scrub = scrub_region_enabled(r);
 		if (cost_keep(&c, r->page_size, scrub, demand, topo_online(),
-		    (int)atomic_load(&stats.faults_inflight), worker_count()))
+		    (int)atomic_load(&stats.faults_inflight), worker_count(),
+		    cost_observed()))
 			return (1);
 	}
 	/*

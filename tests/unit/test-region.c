@@ -768,17 +768,21 @@ Test(region, cost_keep_steps_aside_only_when_behind)
 	struct cost	none = { 0 };
 
 	/* Nothing measured: keep serving, as before calibration. */
-	cr_assert(cost_keep(&none, PAGE_2M, 0, 99, 2, 99, 2));
+	cr_assert(cost_keep(&none, PAGE_2M, 0, 99, 2, 99, 2, 0));
 	/* An idle core and the scrub clearing ahead: keep. */
-	cr_assert(cost_keep(&c, PAGE_2M, 1, 1, 2, 64, 2));
+	cr_assert(cost_keep(&c, PAGE_2M, 1, 1, 2, 64, 2, 0));
 	/* One fault, a quiet machine: 58 us against 130. */
-	cr_assert(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2));
+	cr_assert(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2, 0));
 	/* Four faults a worker queued: 25 + 4 x 33 > 130: step aside. */
-	cr_assert_not(cost_keep(&c, PAGE_2M, 0, 1, 2, 8, 2));
+	cr_assert_not(cost_keep(&c, PAGE_2M, 0, 1, 2, 8, 2, 0));
 	/* Three runnable threads a CPU: a third of one each, 124 < 130. */
-	cr_assert(cost_keep(&c, PAGE_2M, 1, 6, 2, 1, 2));
+	cr_assert(cost_keep(&c, PAGE_2M, 1, 6, 2, 1, 2, 0));
 	/* Four: 157 > 130, and no idle core for the scrub either. */
-	cr_assert_not(cost_keep(&c, PAGE_2M, 1, 8, 2, 1, 2));
+	cr_assert_not(cost_keep(&c, PAGE_2M, 1, 8, 2, 1, 2, 0));
+	/* Quiet and one fault, but faults took 150 us of late: aside. */
+	cr_assert_not(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2, 150000));
+	/* ... 50 us: 25 + 50 = 75 us against 130: keep. */
+	cr_assert(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2, 50000));
 	/* 4 KiB pages: nothing measured to go by. */
-	cr_assert(cost_keep(&c, 4096, 0, 8, 2, 64, 2));
+	cr_assert(cost_keep(&c, 4096, 0, 8, 2, 64, 2, 0));
 }
