@@ -1010,6 +1010,21 @@ hpz_status(struct hpz_status *st)
 	st->uid_bytes = s->uid_bytes;
 	st->uid_state_bytes = s->uid_state_bytes;
 	st->fds_closing = s->fds_closing;
+	st->cost_rt_ns = s->cost_rt_ns;
+	st->cost_rt_huge = s->cost_rt_huge != 0;
+	st->cost_kzero_ns = s->cost_kzero_ns;
+	st->cost_ktouch_ns = s->cost_ktouch_ns;
+	st->cost_clear_ns = s->cost_clear_ns;
+	snprintf(st->policy_intercept, sizeof(st->policy_intercept), "%s",
+	    (s->policy & HPZ_POLICY_INTERCEPT_ALWAYS) ? "always" : "auto");
+	snprintf(st->policy_step_aside, sizeof(st->policy_step_aside), "%s",
+	    (s->policy & HPZ_POLICY_ASIDE_NEVER) ? "never" :
+	    (s->policy & HPZ_POLICY_ASIDE_ALWAYS) ? "always" : "auto");
+	st->regions_intercepting = s->regions_intercepting;
+	st->intercept_on = s->intercept_on;
+	st->intercept_off = s->intercept_off;
+	st->steps_aside = s->steps_aside;
+	st->pages_aside = s->pages_aside;
 	return (0);
 }
 

@@ -18,7 +18,7 @@
 
 #include "hpz.h"
 
-#define HPZ_PROTOCOL_VERSION	5
+#define HPZ_PROTOCOL_VERSION	6
 #define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
 
 /* No valid message is larger; receivers read one byte more to see excess. */
@@ -139,7 +139,24 @@ struct hpz_msg_status_reply {
 	uint64_t	uid_bytes;
 	uint64_t	uid_state_bytes;
 	uint64_t	fds_closing;		/* passed fds not yet closed */
+	/* What a fault costs here, measured at start (0: not measured). */
+	uint64_t	cost_rt_ns;		/* uffd round trip, page cached */
+	uint64_t	cost_kzero_ns;		/* kernel zeroing, 2 MiB page */
+	uint64_t	cost_ktouch_ns;		/* kernel first touch, 2 MiB */
+	uint64_t	cost_clear_ns;		/* our clear of a 2 MiB page */
+	uint32_t	cost_rt_huge;		/* round trip on 2 MiB pages */
+	uint32_t	policy;			/* HPZ_POLICY_* bits */
+	/* Faults intercepted only while a region holds garbage. */
+	uint64_t	regions_intercepting;	/* now */
+	uint64_t	intercept_on;		/* switches to trapping faults */
+	uint64_t	intercept_off;		/* ... and to the kernel */
+	uint64_t	steps_aside;		/* garbage left to the kernel */
+	uint64_t	pages_aside;		/* pages so dropped */
 };
+/* hpz_msg_status_reply.policy: [policy] in hpzerod.conf. */
+#define HPZ_POLICY_INTERCEPT_ALWAYS	0x01	/* else auto */
+#define HPZ_POLICY_ASIDE_NEVER		0x02	/* neither: auto */
+#define HPZ_POLICY_ASIDE_ALWAYS		0x04
 
 /* Change a region's policy (flags and background priority). */
 struct hpz_msg_policy {
