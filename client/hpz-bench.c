@@ -1959,6 +1959,18 @@ bench_print(const struct bench *b)
 	    " fault\n", b->status.workers, b->status.clear_kernel,
 	    b->status.clear_gbs, b->status.hot_kernel,
 	    b->status.hot_size / 1024);
+	if (b->status.cost_rt_ns != 0)
+		printf("hpzerod's start-up costs: uffd round trip %.1f us (%s)"
+		    ", kernel zeroing %.1f us, kernel first touch %.1f us, its"
+		    " clear %.1f us a 2 MiB page;\n  faults intercepted %s,"
+		    " stepping aside %s\n", b->status.cost_rt_ns / 1e3,
+		    b->status.cost_rt_huge ? "2 MiB" : "4 KiB shmem",
+		    b->status.cost_kzero_ns / 1e3,
+		    b->status.cost_ktouch_ns / 1e3,
+		    b->status.cost_clear_ns / 1e3,
+		    b->status.policy_intercept, b->status.policy_step_aside);
+	else
+		printf("hpzerod's start-up costs: not measured\n");
 	if (b->nt_ok) {
 		k = clear_kernel((enum clear_kind)b->nt_bulk);
 		bench_stats(b->nt[b->nt_bulk], BENCH_NT_PASSES, &med, &lo,
@@ -2193,6 +2205,18 @@ bench_json(const struct bench *b)
 	if (bench_jadd_num(o, "clear_gbs_at_start", b->status.clear_gbs) != 0)
 		goto nomem;
 	JADD(o, "hot_kernel", json_object_new_string(b->status.hot_kernel));
+	JADD(o, "cost_round_trip_ns", json_object_new_int64((int64_t)
+	    b->status.cost_rt_ns));
+	JADD(o, "cost_kernel_zero_ns", json_object_new_int64((int64_t)
+	    b->status.cost_kzero_ns));
+	JADD(o, "cost_kernel_touch_ns", json_object_new_int64((int64_t)
+	    b->status.cost_ktouch_ns));
+	JADD(o, "cost_clear_ns", json_object_new_int64((int64_t)
+	    b->status.cost_clear_ns));
+	JADD(o, "policy_intercept", json_object_new_string(
+	    b->status.policy_intercept));
+	JADD(o, "policy_step_aside", json_object_new_string(
+	    b->status.policy_step_aside));
 	JADD(o, "hot_size", json_object_new_int64((int64_t)
 	    b->status.hot_size));
 	if (bench_jadd_num(o, "bg_budget_gbs", b->status.bg_budget_gbs) != 0 ||

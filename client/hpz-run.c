@@ -43,6 +43,7 @@ run_usage(FILE *f)
 "\n"
 "  -f, --flags LIST     region flags, comma separated: discard, ahead\n"
 "                       (or onfault), eager, premap, noscrub, none;\n"
+"                       nopremap: leave ready pages unmapped until touched;\n"
 "                       nopool: no file from hpzerod's pre-zeroed pool\n"
 "                       (default: $HPZ_RUN_FLAGS, else none)\n"
 "  -m, --min-size SIZE  smallest mapping to register, bytes with an optional\n"

@@ -75,6 +75,7 @@ static int	hpzctl_status(int, char **);
 static const char *hpzctl_limit(unsigned long long, unsigned long long, int,
 		    char *, size_t);
 static void	hpzctl_limits(const struct hpz_status *);
+static void	hpzctl_costs(const struct hpz_status *);
 static int	hpzctl_stats(int, char **);
 static int	hpzctl_stats_table(const struct hpz_status *);
 static int	hpzctl_regions_table(void);
@@ -280,9 +281,47 @@ hpzctl_status(int argc, char **argv)
 		printf("  %-18s p50 < %.0f us, p99 < %.0f us, max %.0f us\n",
 		    "fault latency:", hpzctl_percentile(&st, 0.50) / 1e3,
 		    hpzctl_percentile(&st, 0.99) / 1e3, st.fault_ns_max / 1e3);
+	hpzctl_costs(&st);
 	hpzctl_limits(&st);
 	hpzctl_pool_status();
 	return (fflush(stdout) == 0 ? 0 : 1);
+}
+
+/*
+ * What a fault costs on this machine, as the daemon measured it at start,
+ * and what it makes of it: a region's faults are intercepted only while
+ * it holds garbage, and left to the kernel where the daemon cannot keep
+ * up.
+ */
+static void
+hpzctl_costs(const struct hpz_status *st)
+{
+	double	ours;
+
+	if (st->cost_rt_ns == 0)
+		printf("  %-18s not measured\n", "costs:");
+	else if (st->cost_ktouch_ns == 0)
+		printf("  %-18s uffd round trip %.1f us (%s); the kernel's "
+		    "zeroing not measured yet\n", "costs:",
+		    st->cost_rt_ns / 1e3, st->cost_rt_huge ? "2 MiB" :
+		    "4 KiB shmem");
+	else {
+		ours = (double)(st->cost_rt_ns + st->cost_clear_ns);
+		printf("  %-18s uffd round trip %.1f us, kernel zeroing %.1f "
+		    "us, kernel first touch %.1f us,\n"
+		    "  %-18s our clear %.1f us (a 2 MiB page): a garbage "
+		    "fault we serve costs %.2fx the kernel's first touch\n",
+		    "costs:", st->cost_rt_ns / 1e3, st->cost_kzero_ns / 1e3,
+		    st->cost_ktouch_ns / 1e3, "", st->cost_clear_ns / 1e3,
+		    ours / (double)st->cost_ktouch_ns);
+	}
+	printf("  %-18s intercept %s, step aside %s: %llu of %llu regions "
+	    "trap their faults now\n", "interception:", st->policy_intercept,
+	    st->policy_step_aside, st->regions_intercepting, st->regions);
+	printf("  %-18s %llu times to trapping faults, %llu back to the "
+	    "kernel; stepped aside %llu times (%llu pages)\n", "",
+	    st->intercept_on, st->intercept_off, st->steps_aside,
+	    st->pages_aside);
 }
 
 /* One limit and what this uid uses of it: "4096 (3 used)". */

@@ -1085,10 +1085,10 @@ ftruncate64(int fd, off64_t len)
 
 /*
  * A mapping of a pool file: its pages are allocated and zero, so there is
- * nothing for hpzerod to do on them unless the flags ask for work (premap,
- * allocation ahead of the rest, discard); registering would only put a
- * round trip on each first touch.  With premap its pages are mapped here
- * at once.  1 if the mapping is to be left to the kernel.
+ * nothing for hpzerod to do on them unless the flags ask for work
+ * (allocation ahead of the rest, discard); registering would only put a
+ * round trip on each first touch.  Its pages are mapped here at once
+ * (unless nopremap).  1 if the mapping is to be left to the kernel.
  */
 static int
 preload_pool_map(void *addr, size_t len, int fd, off64_t off)
@@ -1107,10 +1107,11 @@ preload_pool_map(void *addr, size_t len, int fd, off64_t off)
 	n = (size_t)off < ready ? ready - (size_t)off : 0;
 	if (n > len)
 		n = len;
-	if ((preload_flags & HPZ_PREMAP) && n > 0)
+	/* Premapping is the default: 0.5 us a page, against a touch's 15. */
+	if ((preload_flags & HPZ_NO_PREMAP) == 0 && n > 0)
 		(void)madvise(addr, n, MADV_POPULATE_WRITE);
-	if ((preload_flags & (HPZ_PREMAP | HPZ_AHEAD_EAGER |
-	    HPZ_AHEAD_ONFAULT | HPZ_DISCARD)) != 0)
+	if ((preload_flags & (HPZ_AHEAD_EAGER | HPZ_AHEAD_ONFAULT |
+	    HPZ_DISCARD)) != 0)
 		return (0);
 	if (preload_verbose)
 		preload_say("hpz-run: [%d] %s at %p is a pool file: left to "

@@ -17,6 +17,7 @@ static const struct {
 	{ "onfault",	HPZ_AHEAD_ONFAULT },
 	{ "eager",	HPZ_AHEAD_EAGER },
 	{ "premap",	HPZ_PREMAP },
+	{ "nopremap",	HPZ_NO_PREMAP },
 	{ "noscrub",	HPZ_NO_SCRUB },
 	{ "nopool",	RUNFLAG_NOPOOL },
 	{ "none",	0 },

@@ -46,6 +46,8 @@ enum conf_type {
 	CONF_POOL_SIZE,		/* uint64_t[TOPO_NODES_MAX]: "SIZE" for every
 				   node, or "NODE:SIZE,..."; whole pages of
 				   min bytes */
+	CONF_INTERCEPT,		/* int, INTERCEPT_*: auto or always */
+	CONF_ASIDE,		/* int, ASIDE_*: auto, never or always */
 };
 
 struct conf_key {
@@ -118,6 +120,10 @@ static const struct conf_key conf_keys[] = {
 	    "a number of GB/s, 0 or more" },
 	{ "pool", "uid_bytes", CONF_BYTES, CONF_FIELD(pool_uid_bytes), 0,
 	    UINT64_MAX, "a size such as 8G, or 0" },
+	{ "policy", "intercept", CONF_INTERCEPT, CONF_FIELD(intercept), 0, 0,
+	    "auto or always" },
+	{ "policy", "step_aside", CONF_ASIDE, CONF_FIELD(step_aside), 0, 0,
+	    "auto, never or always" },
 };
 #define CONF_NKEYS	(sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -186,6 +192,8 @@ conf_defaults(struct conf *c)
 	c->pool_reserve[1] = CONF_POOL_RESERVE;
 	c->pool_gbs = 0;
 	c->pool_uid_bytes = 0;
+	c->intercept = INTERCEPT_AUTO;
+	c->step_aside = ASIDE_AUTO;
 }
 
 /* A byte count: decimal digits, then K, M, G or T (either case) or none. */
@@ -381,6 +389,24 @@ conf_set(struct conf_parse *p, const struct conf_key *k, const char *value)
 	case CONF_POOL_SIZE:
 		if (conf_parse_pool_size(value, k->min, (uint64_t *)field) ==
 		    -1)
+			goto bad;
+		break;
+	case CONF_INTERCEPT:
+		if (strcmp(value, "auto") == 0)
+			*(int *)field = INTERCEPT_AUTO;
+		else if (strcmp(value, "always") == 0)
+			*(int *)field = INTERCEPT_ALWAYS;
+		else
+			goto bad;
+		break;
+	case CONF_ASIDE:
+		if (strcmp(value, "auto") == 0)
+			*(int *)field = ASIDE_AUTO;
+		else if (strcmp(value, "never") == 0)
+			*(int *)field = ASIDE_NEVER;
+		else if (strcmp(value, "always") == 0)
+			*(int *)field = ASIDE_ALWAYS;
+		else
 			goto bad;
 		break;
 	}

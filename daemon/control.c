@@ -550,9 +550,13 @@ control_reset(struct client *c, struct hpz_msg *m)
 	if (error == 1)
 		return (0);	/* answered by control_reset_done */
 	free(p);
-	if (error != 0)
+	if (error == -EINVAL)
 		return (control_refuse(c, m->u.hdr.seq, error, "reset",
 		    "range is not aligned to the region's pages"));
+	if (error != 0)
+		return (control_refuse(c, m->u.hdr.seq, error, "reset",
+		    "cannot trap the range's faults again (UFFDIO_REGISTER "
+		    "failed: is it still mapped?): nothing was reset"));
 	atomic_fetch_add(&stats.resets, 1);
 	return (control_reply(c, m->u.hdr.seq, 0, r->id, "reset"));
 }

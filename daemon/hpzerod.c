@@ -41,6 +41,8 @@ static const struct option hpzd_options[] = {
 	{ "client-gbs",	required_argument,	NULL, 'C' },
 	{ "scrub",	required_argument,	NULL, 'U' },
 	{ "pool",	required_argument,	NULL, 'P' },
+	{ "intercept",	required_argument,	NULL, 'I' },
+	{ "step-aside",	required_argument,	NULL, 'A' },
 	{ "debug",	no_argument,		NULL, 'd' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
@@ -71,6 +73,10 @@ hpzd_usage(FILE *f)
 	    "                          already spinning (default on)\n"
 	    "      --scrub on|off      clear garbage in the background\n"
 	    "      --pool on|off       keep a pre-zeroed pool of huge pages\n"
+	    "      --intercept auto|always  trap a range's faults only while\n"
+	    "                          it holds garbage (default auto)\n"
+	    "      --step-aside auto|never|always  leave garbage to the\n"
+	    "                          kernel when we cannot keep up\n"
 	    "      --background-gbs G  background budget in all (0: none)\n"
 	    "      --client-gbs G      background budget a client (0: none)\n"
 	    "  -d, --debug             log debug messages\n"
@@ -120,9 +126,9 @@ hpzd_reload(void)
 	    c.spin_us != hpzd_conf.spin_us || c.route != hpzd_conf.route ||
 	    c.split != hpzd_conf.split || c.scrub_threads !=
 	    hpzd_conf.scrub_threads)
-		log_warnx("SIGHUP: only [background] (but threads), [limits] "
-		    "and [pool] change while running; restart hpzerod for the "
-		    "others");
+		log_warnx("SIGHUP: only [background] (but threads), [limits], "
+		    "[pool] and [policy] change while running; restart "
+		    "hpzerod for the others");
 	c.scrub_threads = hpzd_conf.scrub_threads;
 	scrub_configure(&c);
 	control_limits(&c);
@@ -142,6 +148,11 @@ hpzd_reload(void)
 	hpzd_conf.client_gbs = c.client_gbs;
 	hpzd_conf.ahead_min = c.ahead_min;
 	hpzd_conf.ahead_max = c.ahead_max;
+	hpzd_conf.intercept = c.intercept;
+	hpzd_conf.step_aside = c.step_aside;
+	intercept_configure(&c);
+	log_info("SIGHUP: faults intercepted %s, stepping aside %s",
+	    intercept_policy_name(0), intercept_policy_name(1));
 	log_info("SIGHUP: background scrub %s, budget %.1f GB/s (per client "
 	    "%.1f; 0 is unlimited), read-ahead %llu-%llu KiB",
 	    c.scrub ? "on" : "off", c.background_gbs, c.client_gbs,
@@ -259,6 +270,24 @@ hpzd_args(struct conf *c, int quiet, int *debug)
 			else
 				goto bad;
 			break;
+		case 'I':
+			if (strcmp(optarg, "auto") == 0)
+				c->intercept = INTERCEPT_AUTO;
+			else if (strcmp(optarg, "always") == 0)
+				c->intercept = INTERCEPT_ALWAYS;
+			else
+				goto bad;
+			break;
+		case 'A':
+			if (strcmp(optarg, "auto") == 0)
+				c->step_aside = ASIDE_AUTO;
+			else if (strcmp(optarg, "never") == 0)
+				c->step_aside = ASIDE_NEVER;
+			else if (strcmp(optarg, "always") == 0)
+				c->step_aside = ASIDE_ALWAYS;
+			else
+				goto bad;
+			break;
 		case 'B':
 		case 'C':
 			errno = 0;
@@ -333,10 +362,44 @@ hpzd_settings(struct conf *c, int quiet)
 	return (hpzd_args(c, quiet, NULL));
 }
 
+/* What things cost, measured again off the loop. */
+static int	hpzd_cost_busy;
+
+static void
+hpzd_cost_work(struct prep_job *j)
+{
+	(void)j;
+	cost_measure();
+}
+
+static void
+hpzd_cost_done(struct prep_job *j)
+{
+	struct cost	c;
+	char		buf[256];
+
+	(void)j;
+	hpzd_cost_busy = 0;
+	cost_get(&c);
+	if (c.measured) {
+		cost_text(buf, sizeof(buf));
+		log_info("costs: %s", buf);
+	}
+}
+
 static void
 hpzd_timer_cb(int fd, short events, void *arg)
 {
+	struct cost	c;
+
 	hpzd_notify_status();
+	/* The kernel's figures wait for free huge pages: try again. */
+	cost_get(&c);
+	if (!c.measured && !hpzd_cost_busy && cost_host_avail(2ULL << 20) >= 2) {
+		hpzd_cost_busy = 1;
+		if (prep_job(hpzd_cost_work, hpzd_cost_done, NULL) == 0)
+			hpzd_cost_busy = 0;
+	}
 }
 
 /* Tell systemd's watchdog the event loop still turns. */
@@ -409,6 +472,14 @@ main(int argc, char **argv)
 	    plan_extent_max(topo.llc_share)) >> 10), clear_bulk_kernel->name,
 	    clear_calibrated_gbs(clear_bulk_kernel->kind),
 	    clear_hot_kernel->name, (unsigned long long)(cfg.hot_size >> 10));
+	/* What a fault costs here, before any thread of ours competes. */
+	cost_measure();
+	cost_text(why, sizeof(why));
+	log_info("costs: %s", why);
+	intercept_configure(&hpzd_conf);
+	log_info("faults intercepted %s (a range's faults are ours only while "
+	    "it holds garbage), stepping aside %s", intercept_policy_name(0),
+	    intercept_policy_name(1));
 	/* Threads exist before we serve: spawning later would stall faults. */
 	cfg.nworkers = nworkers;
 	if (worker_start(&cfg) != 0)

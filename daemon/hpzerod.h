@@ -117,8 +117,21 @@ struct region {
 						   reply to seq, or NULL */
 	uint32_t		 waiter_seq;
 	const char		*waiter_text;	/* the reply's text */
+
+	/* Faults trapped only while it holds garbage (intercept.c). */
+	atomic_int		 intercepting;	/* MISSING | MINOR registered */
+	int			 idle_refused;	/* the kernel would not let the
+						   faults go: they stay ours */
+	atomic_int		 aside;		/* ASIDE_*: stepping aside */
 };
 TAILQ_HEAD(regions, region);
+
+/* r->aside: where a region stands in stepping aside from its garbage. */
+enum {
+	ASIDE_NONE,		/* serving its garbage faults */
+	ASIDE_DROPPING,		/* dropping garbage for the kernel to zero */
+	ASIDE_REFUSED,		/* the file would not punch: ours to clear */
+};
 
 /* What is left to do before a new region serves (prep.c). */
 enum prep_kind {
@@ -207,6 +220,7 @@ int		 topo_parse_list(const char *list, int *set, int max);
 int		 topo_read_llc(const char *root, int cpu, uint64_t *size,
 		    int *sharing);
 int		 topo_init(struct topo *, const char *root);
+int		 topo_online(void);
 
 /* A clear too big for one worker: extents taken by several (clear.h). */
 #define JOB_EXTENTS_MAX		CLEAR_JOB_EXTENTS_MAX
@@ -263,6 +277,7 @@ struct stats {
 	HPZ_COUNTERS_ALL(STATS_FIELD, STATS_NONE)
 	atomic_uint_fast64_t	hist[STATS_HIST_BUCKETS];
 	atomic_uint_fast64_t	faults_stray;	/* outside their region */
+	atomic_uint_fast64_t	faults_inflight; /* read, not yet answered */
 };
 
 /* globals.c: set up by hpzerod.c */
@@ -364,6 +379,7 @@ void		 worker_defer(struct work *, uint64_t delay_ns);
 void		 worker_cancel(struct region *, struct workq *out);
 void		 worker_requeue(struct work *);
 int		 worker_spinning(const struct worker *self);
+int		 worker_awake(void);
 void		 worker_poll_add(struct region *);
 void		 worker_poll_remove(struct region *);
 int		 worker_id(const struct worker *);
@@ -389,6 +405,41 @@ void		 pool_configure(const struct conf *);
 int		 pool_take(struct client *, const struct hpz_msg *);
 int		 pool_status(struct client *, const struct hpz_msg *);
 uint64_t	 pool_ready_bytes(void);
+int		 pool_busy(void);
+
+/* cost.c: what a fault costs here, and whether the daemon pays. */
+struct cost {
+	uint64_t	 rt_ns;		/* uffd round trip, the page cached */
+	int		 huge;		/* rt_ns measured on a 2 MiB page */
+	uint64_t	 kzero_ns;	/* the kernel zeroing a 2 MiB page */
+	uint64_t	 ktouch_ns;	/* its first touch: fault + zeroing */
+	uint64_t	 clear_ns;	/* our bulk clear of a 2 MiB page */
+	int		 measured;	/* rt_ns and ktouch_ns both known */
+};
+void		 cost_measure(void);
+void		 cost_get(struct cost *);
+void		 cost_text(char *, size_t);
+double		 cost_fault_gain(const struct cost *, uint64_t page_size);
+int		 cost_keep(const struct cost *, uint64_t page_size, int scrub,
+		    int demand, int ncpus, int queued, int nworkers,
+		    uint64_t observed_ns);
+int		 cost_demand(void);
+void		 cost_observe(uint64_t ns);
+uint64_t	 cost_observed(void);
+long long	 cost_host_avail(uint64_t page_size);
+
+/* intercept.c: faults trapped only while a region holds garbage. */
+enum { INTERCEPT_AUTO, INTERCEPT_ALWAYS };	/* [policy] intercept */
+enum { ASIDE_AUTO, ASIDE_NEVER, ASIDE_ALWAYS };	/* [policy] step_aside */
+struct conf;
+void		 intercept_configure(const struct conf *);
+const char	*intercept_policy_name(int which);
+int		 intercept_register(int uffd, uint64_t addr, uint64_t len,
+		    int faults);
+void		 intercept_init(struct region *);
+int		 intercept_on(struct region *);
+void		 intercept_check(struct region *);
+void		 intercept_fault(struct region *, struct resolve_waiters *);
 
 /* conf.c: hpzerod.conf (INI, parsed with libinih). */
 struct conf {
@@ -421,6 +472,9 @@ struct conf {
 	uint64_t	 pool_reserve[POOL_NSIZES];	/* reserve_2m, _1g */
 	double		 pool_gbs;		/* gbs, 0: unlimited */
 	uint64_t	 pool_uid_bytes;	/* uid_bytes a minute, 0: no limit */
+	/* [policy]: re-read on SIGHUP. */
+	int		 intercept;		/* intercept = auto|always */
+	int		 step_aside;		/* step_aside = auto|never|always */
 };
 void		 conf_defaults(struct conf *);
 int		 conf_load(const char *path, struct conf *, char *why,
@@ -437,6 +491,8 @@ void		 scrub_fault(struct region *, uint64_t idx, enum fault_kind);
 uint64_t	 scrub_pending_pages(void);
 uint64_t	 scrub_region_pending(const struct region *);
 double		 scrub_budget_gbs(int client);
+int		 scrub_busy(void);
+int		 scrub_region_enabled(const struct region *);
 
 /* reap.c: closing the descriptors clients passed, off the loop. */
 int		 reap_start(void);

@@ -373,6 +373,15 @@ pool_step(struct pool *p)
 	return (act != POOL_NONE);
 }
 
+/* Fillers not napping right now (cost.c counts them as ours). */
+static atomic_int	 pool_nbusy;
+
+int
+pool_busy(void)
+{
+	return (atomic_load(&pool_nbusy));
+}
+
 static void
 pool_nap(int ms)
 {
@@ -382,10 +391,12 @@ pool_nap(int ms)
 	ts.tv_nsec += (long)ms * 1000000L;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
+	atomic_fetch_sub(&pool_nbusy, 1);
 	pthread_mutex_lock(&pool_nap_lock);
 	if (!atomic_load(&pool_stopping))
 		pthread_cond_timedwait(&pool_nap_cond, &pool_nap_lock, &ts);
 	pthread_mutex_unlock(&pool_nap_lock);
+	atomic_fetch_add(&pool_nbusy, 1);
 }
 
 /* A node's filler: its pages come from that node, zeroed on its CPUs. */
@@ -419,6 +430,7 @@ pool_main(void *arg)
 		if (set_mempolicy(MPOL_BIND, mask, TOPO_NODES_MAX + 1) == -1)
 			log_warn("pool %d: set_mempolicy", node);
 	}
+	atomic_fetch_add(&pool_nbusy, 1);
 	while (!atomic_load(&pool_stopping)) {
 		did = 0;
 		for (i = 0; i < POOL_NSIZES; i++) {
@@ -430,6 +442,7 @@ pool_main(void *arg)
 		if (!did)
 			pool_nap(POOL_POLL_MS);
 	}
+	atomic_fetch_sub(&pool_nbusy, 1);
 	return (NULL);
 }
 

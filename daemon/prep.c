@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 
 #include <event2/event.h>
 
@@ -254,21 +255,69 @@ prep_state_extent(int sfd, uint64_t npages, uint64_t from, uint64_t *lo,
 	return (*hi > *lo);
 }
 
-/* A new HPZ_DISCARD region: every page is garbage. */
+/*
+ * The next run of the region's pages [*lo, *hi) at or after page from
+ * that its file holds (data, garbage or not): holes hold nothing stale,
+ * and a page allocated later is zeroed by the kernel.  shmem says where
+ * its data is (SEEK_DATA); hugetlbfs does not, but says how much it holds
+ * (st_blocks): none, or all of it as far as we can tell.  0: none left.
+ */
+static int
+prep_file_extent(struct region *r, uint64_t from, uint64_t *lo,
+    uint64_t *hi)
+{
+	struct stat	st;
+	off_t		d, h, start, end;
+
+	if (from >= r->npages)
+		return (0);
+	if (r->fs_magic == HUGETLBFS_MAGIC) {
+		if (fstat(r->fd, &st) == 0 && st.st_blocks == 0)
+			return (0);
+		*lo = from;
+		*hi = r->npages;
+		return (1);
+	}
+	start = (off_t)(r->offset + from * r->page_size);
+	end = (off_t)(r->offset + r->len);
+	if ((d = lseek(r->fd, start, SEEK_DATA)) == -1) {
+		if (errno == ENXIO)
+			return (0);
+		*lo = from;		/* cannot tell: all of it */
+		*hi = r->npages;
+		return (1);
+	}
+	if (d >= end)
+		return (0);
+	if ((h = lseek(r->fd, d, SEEK_HOLE)) == -1 || h > end)
+		h = end;
+	*lo = ((uint64_t)d - r->offset) / r->page_size;
+	*hi = ((uint64_t)h - r->offset + r->page_size - 1) / r->page_size;
+	return (*hi > *lo);
+}
+
+/*
+ * A new HPZ_DISCARD region: every page the file holds is garbage.  A hole
+ * is not: nothing was ever written there, and a region with no garbage at
+ * all leaves its faults to the kernel from the start (intercept.c).
+ */
 static void
 prep_fill(struct prep_job *j, struct region *r)
 {
-	uint64_t	i, n;
+	uint64_t	i, n, lo, hi, found = 0;
 
-	for (i = 0; i < r->npages; i += n) {
-		if (prep_cancelled(j))
-			return;
-		n = r->npages - i < PREP_SLICE ? r->npages - i : PREP_SLICE;
-		/* Nobody serves it yet: plain stores will do. */
-		memset((void *)(r->state + i), PAGE_GARBAGE, n);
+	for (i = 0; prep_file_extent(r, i, &lo, &hi); i = hi) {
+		for (i = lo; i < hi; i += n) {
+			if (prep_cancelled(j))
+				return;
+			n = hi - i < PREP_SLICE ? hi - i : PREP_SLICE;
+			/* Nobody serves it yet: plain stores will do. */
+			memset((void *)(r->state + i), PAGE_GARBAGE, n);
+			found += n;
+		}
 	}
 	atomic_thread_fence(memory_order_release);
-	r->garbage_found = r->npages;
+	r->garbage_found = found;
 }
 
 /* An adopted state: resolve what a dead server left busy, count garbage. */

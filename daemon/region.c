@@ -410,6 +410,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	uffd_region_init(r);
+	intercept_init(r);
 
 	if ((error = region_take_state(r, sfd, m, why, whylen)) != 0)
 		goto fail;
@@ -485,6 +486,17 @@ region_start(struct region *r)
 	/* Nothing is served yet: no one else counts garbage. */
 	atomic_store(&r->rt.garbage, (int_fast64_t)r->garbage_found);
 	r->started = 1;
+	/*
+	 * Garbage: its faults must be ours, whatever mode a dead server left
+	 * the range in (the fd store keeps the uffd, and its registration).
+	 * None: the kernel serves them (intercept.c).
+	 */
+	if (r->garbage_found > 0) {
+		atomic_store(&r->intercepting, 0);
+		if (intercept_on(r) != 0)
+			return (-1);
+	} else
+		intercept_check(r);
 	worker_poll_add(r);
 	/*
 	 * A fault whose message a dead server read is still waiting: wake
@@ -829,9 +841,13 @@ region_reset(struct region *r, uint64_t addr, uint64_t len,
 {
 	struct region_reset	*rr;
 	uint64_t		 first, n;
+	int			 error;
 
 	if ((addr - r->addr) % r->page_size != 0 || len % r->page_size != 0)
 		return (-EINVAL);
+	/* Faults must come to us before anything is garbage. */
+	if ((error = intercept_on(r)) != 0)
+		return (error == -EINVAL ? -EFAULT : error);
 	first = region_page_index(r, addr);
 	n = len / r->page_size;
 	if (TAILQ_EMPTY(&r->resets) && n <= REGION_RESET_SLICE) {

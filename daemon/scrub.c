@@ -39,6 +39,14 @@ static double		 scrub_client_gbs;
 static uint64_t		 scrub_ahead_min = 4ULL << 20;
 static uint64_t		 scrub_ahead_max = 256ULL << 20;
 static struct bucket	*scrub_global;
+static atomic_int	 scrub_nbusy;	/* threads not waiting for work */
+
+/* Background threads at work now (cost.c counts them as ours). */
+int
+scrub_busy(void)
+{
+	return (atomic_load(&scrub_nbusy));
+}
 
 double
 scrub_budget_gbs(int client)
@@ -89,12 +97,22 @@ scrub_throttle(struct region *r, uint64_t bytes)
 	nanosleep(&ts, NULL);
 }
 
+/* Does background clearing run for the region's garbage? */
+int
+scrub_region_enabled(const struct region *r)
+{
+	return (scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0);
+}
+
 /* Does the region want background work on its existing pages? */
 static int
 scrub_wants_scan(const struct region *r)
 {
 	if (r->flags & HPZ_AHEAD_EAGER)
 		return (1);
+	/* Stepping aside: the kernel zeroes its garbage, not us. */
+	if (atomic_load(&r->aside) == ASIDE_DROPPING)
+		return (0);
 	return (scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0);
 }
 
@@ -398,7 +416,8 @@ scrub_page(struct scrub_ctx *x, uint64_t i, int flags)
 		    offsetof(struct work, park));
 		worker_requeue(w);
 	}
-	if (rs.resets_done)
+	/* The last garbage gone: the loop may leave the faults to the kernel. */
+	if (rs.resets_done || rs.garbage_gone)
 		uffd_kick();
 }
 
@@ -413,9 +432,11 @@ scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n)
 
 	x.r = r;
 	x.kind = kind;
-	x.premap = (r->flags & HPZ_PREMAP) != 0;
+	/* Premapping ready pages is the default: HPZ_NO_PREMAP says not. */
+	x.premap = (r->flags & HPZ_NO_PREMAP) == 0;
 	x.eager = (r->flags & HPZ_AHEAD_EAGER) != 0;
-	scrub = scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0;
+	scrub = scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0 &&
+	    atomic_load(&r->aside) != ASIDE_DROPPING;
 	if (kind == SCRUB_AHEAD || x.eager) {
 		/* Idempotent: existing pages, data or not, stay as they are. */
 		if (scrub_populate(r, lo, n) != 0)
@@ -503,7 +524,9 @@ scrub_main(void *arg)
 		if (scrub_stopping)
 			break;
 		pthread_mutex_unlock(&scrub_lock);
+		atomic_fetch_add(&scrub_nbusy, 1);
 		scrub_chunk(r, kind, lo, n);
+		atomic_fetch_sub(&scrub_nbusy, 1);
 		region_work_done(r);
 		pthread_mutex_lock(&scrub_lock);
 	}

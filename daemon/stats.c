@@ -69,7 +69,9 @@ stats_nregions(void)
 void
 stats_fill(struct hpz_msg_status_reply *s)
 {
-	int	i;
+	struct region	*r;
+	struct cost	 c;
+	int		 i;
 
 #define STATS_COPY(name, kind, unit, prom, label, help) \
 	s->name = atomic_load(&stats.name);
@@ -97,6 +99,21 @@ stats_fill(struct hpz_msg_status_reply *s)
 	s->bg_budget_mbps = (uint64_t)(scrub_budget_gbs(0) * 1000);
 	s->bg_client_budget_mbps = (uint64_t)(scrub_budget_gbs(1) * 1000);
 	s->fds_closing = reap_pending();
+	cost_get(&c);
+	s->cost_rt_ns = c.rt_ns;
+	s->cost_rt_huge = (uint32_t)c.huge;
+	s->cost_kzero_ns = c.kzero_ns;
+	s->cost_ktouch_ns = c.ktouch_ns;
+	s->cost_clear_ns = c.clear_ns;
+	s->policy = (strcmp(intercept_policy_name(0), "always") == 0 ?
+	    HPZ_POLICY_INTERCEPT_ALWAYS : 0) |
+	    (strcmp(intercept_policy_name(1), "never") == 0 ?
+	    HPZ_POLICY_ASIDE_NEVER : 0) |
+	    (strcmp(intercept_policy_name(1), "always") == 0 ?
+	    HPZ_POLICY_ASIDE_ALWAYS : 0);
+	TAILQ_FOREACH(r, &region_all, all)
+		if (atomic_load(&r->intercepting))
+			s->regions_intercepting++;
 }
 
 /*

@@ -196,3 +196,15 @@ topo_init(struct topo *t, const char *root)
 	t->llc_share = t->llc_size / (uint64_t)t->llc_sharing;
 	return (0);
 }
+
+/* Online CPUs of the machine (at least one). */
+int
+topo_online(void)
+{
+	int	cpu, n = 0;
+
+	for (cpu = 0; cpu < topo.ncpus && cpu < TOPO_CPUS_MAX; cpu++)
+		if (topo.cpu_online[cpu])
+			n++;
+	return (n > 0 ? n : 1);
+}

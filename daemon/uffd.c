@@ -118,6 +118,8 @@ uffd_fork_put(struct ufork *f)
 static void
 uffd_work_free(struct work *w)
 {
+	if (w->type == WORK_FAULT)
+		atomic_fetch_sub(&stats.faults_inflight, 1);
 	if (w->fork != NULL)
 		uffd_fork_put(w->fork);
 	free(w);
@@ -337,6 +339,7 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 		if ((w = calloc(1, sizeof(*w))) == NULL)
 			fatal("calloc");
 		w->type = WORK_FAULT;
+		atomic_fetch_add(&stats.faults_inflight, 1);
 		w->region = r;
 		w->addr = msgs[i].arg.pagefault.address;
 		w->kind = (msgs[i].arg.pagefault.flags &
@@ -625,6 +628,9 @@ uffd_main_region(struct region *r)
 	/* Resets whose reply waited for pages our threads held. */
 	if (!TAILQ_EMPTY(&r->resets))
 		region_reset_work(r);
+	/* Garbage gone: its faults go to the kernel from now on. */
+	if (!atomic_load(&r->gone))
+		intercept_check(r);
 	while ((f = TAILQ_FIRST(&dead)) != NULL) {
 		TAILQ_REMOVE(&dead, f, entry);
 		log_info("region %llu: a child is gone",
@@ -748,7 +754,12 @@ uffd_failed(struct region *r, struct ufork *f, uint64_t addr, int error)
 {
 	if (error == -ESRCH)
 		return;
-	if (error == -ENOENT || error == -EAGAIN) {
+	/*
+	 * A fault read before the range was left to the kernel: the kernel
+	 * serves it now (and says SIGBUS itself if it must).
+	 */
+	if (error == -ENOENT || error == -EAGAIN ||
+	    (f == NULL && !atomic_load(&r->intercepting))) {
 		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
 		return;
 	}
@@ -1159,6 +1170,9 @@ uffd_finish(struct uffd_batch *b)
 		switch (rs->result[k]) {
 		case RESOLVE_DONE:
 			uffd_done(r, w, 0);
+			/* What a garbage fault through us costs now. */
+			if (rs->action == ACTION_CLEAR && i == 0)
+				cost_observe(stats_now_ns() - w->t_read);
 			uffd_work_end(w);
 			break;
 		case RESOLVE_RETRY:
@@ -1206,8 +1220,31 @@ uffd_finish(struct uffd_batch *b)
 		    offsetof(struct work, park));
 		worker_push(b->self, w);
 	}
-	if (rs->resets_done)
+	/* The last garbage gone: the loop may leave the faults to the kernel. */
+	if (rs->resets_done || rs->garbage_gone)
 		uffd_kick();
+}
+
+/*
+ * A garbage fault on a region that cannot keep up: step aside
+ * (intercept.c).  Faults that waited for the pages it dropped are ours to
+ * queue again; the one in hand goes on as it was (its page is claimed,
+ * and clearing it costs less than allocating it again).
+ */
+static void
+uffd_aside(struct uffd_batch *b)
+{
+	struct resolve_waiters	 woken = TAILQ_HEAD_INITIALIZER(woken);
+	struct resolve_waiter	*pw;
+
+	if (b->rs.action != ACTION_CLEAR || b->f != NULL)
+		return;
+	intercept_fault(b->r, &woken);
+	while ((pw = TAILQ_FIRST(&woken)) != NULL) {
+		TAILQ_REMOVE(&woken, pw, entry);
+		worker_push(b->self, (struct work *)(void *)((char *)pw -
+		    offsetof(struct work, park)));
+	}
 }
 
 /*
@@ -1222,6 +1259,7 @@ uffd_handle(struct worker *self, struct work *first)
 
 	if (uffd_begin(self, &b, first) != 0)
 		return;
+	uffd_aside(&b);
 	uffd_gather(&b);
 	resolve_run(&b.rs);
 	uffd_finish(&b);

@@ -302,6 +302,18 @@ worker_requeue(struct work *item)
 	worker_submit(item, -1, item->region->node);
 }
 
+/* Workers not asleep right now: at work or spinning (cost.c). */
+int
+worker_awake(void)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < nworkers; i++)
+		if (!atomic_load(&workers[i].sleeping))
+			n++;
+	return (n);
+}
+
 /* Workers other than self idle and spinning (not asleep) right now. */
 int
 worker_spinning(const struct worker *self)

@@ -967,6 +967,12 @@ hpz_status(struct hpz_status *st)
 		st->latency_hist[i] = s->latency_hist[i];
 	st->bg_budget_gbs = (double)s->bg_budget_mbps / 1000.0;
 	st->bg_client_budget_gbs = (double)s->bg_client_budget_mbps / 1000.0;
+	st->cost_rt_huge = s->cost_rt_huge != 0;
+	snprintf(st->policy_intercept, sizeof(st->policy_intercept), "%s",
+	    (s->policy & HPZ_POLICY_INTERCEPT_ALWAYS) ? "always" : "auto");
+	snprintf(st->policy_step_aside, sizeof(st->policy_step_aside), "%s",
+	    (s->policy & HPZ_POLICY_ASIDE_NEVER) ? "never" :
+	    (s->policy & HPZ_POLICY_ASIDE_ALWAYS) ? "always" : "auto");
 	return (0);
 }
 

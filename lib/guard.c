@@ -244,22 +244,53 @@ lib_serve_stop(struct lib_region *lr)
 	lr->serving = 0;
 }
 
-/* Register a region's range on its uffd (again). */
+/*
+ * Register a region's range on its uffd (again): for its faults, or, with
+ * faults 0, for write-protection alone, which traps no fault (nothing is
+ * write-protected) but keeps its events coming: the daemon's way to leave
+ * a range without garbage to the kernel (daemon/intercept.c).
+ */
 static int
-lib_uffd_register(struct lib_region *lr, uint64_t *ioctls)
+lib_uffd_register(struct lib_region *lr, uint64_t *ioctls, int faults)
 {
 	struct uffdio_register	ureg;
 
 	memset(&ureg, 0, sizeof(ureg));
 	ureg.range.start = lr->addr;
 	ureg.range.len = lr->len;
-	ureg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR;
+	ureg.mode = faults ? UFFDIO_REGISTER_MODE_MISSING |
+	    UFFDIO_REGISTER_MODE_MINOR : UFFDIO_REGISTER_MODE_WP;
 	if (ioctl(lr->uffd, UFFDIO_REGISTER, &ureg) == -1)
 		return (-errno);
-	if ((ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
+	if (faults && (ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
 		return (-ENOTSUP);
 	if (ioctls != NULL)
 		*ioctls = ureg.ioctls;
+	return (0);
+}
+
+/*
+ * Does the page state say garbage anywhere?  The bytes are walked where
+ * the memfd holds data (holes are "keep"); when that cannot be told, yes.
+ */
+static int
+lib_state_garbage(struct lib_region *lr)
+{
+	off_t		d, h, end = (off_t)HPZ_STATE_SIZE(lr->npages);
+	uint64_t	i;
+
+	for (d = HPZ_STATE_PAGES_OFF; d < end; d = h) {
+		if ((d = lseek(lr->sfd, d, SEEK_DATA)) == -1)
+			return (errno != ENXIO);
+		if ((h = lseek(lr->sfd, d, SEEK_HOLE)) == -1 || h > end)
+			h = end;
+		for (i = (uint64_t)d - HPZ_STATE_PAGES_OFF;
+		    i < (uint64_t)h - HPZ_STATE_PAGES_OFF && i < lr->npages;
+		    i++)
+			if ((atomic_load(&lr->state[i]) & PAGE_STATE_MASK) ==
+			    PAGE_GARBAGE)
+				return (1);
+	}
 	return (0);
 }
 
@@ -290,7 +321,15 @@ lib_serve_start(struct lib_region *lr)
 		return (error);
 	}
 	lr->lockfd = lockfd;
-	if ((error = lib_uffd_register(lr, NULL)) != 0) {
+	/*
+	 * Faults only where garbage is: a range without leaves them to the
+	 * kernel, as the daemon does; a reset of ours traps them first.
+	 */
+	lr->trapping = lib_state_garbage(lr);
+	if ((error = lib_uffd_register(lr, NULL, lr->trapping)) != 0 &&
+	    !lr->trapping && (error = lib_uffd_register(lr, NULL, 1)) == 0)
+		lr->trapping = 1;
+	if (error != 0) {
 		/* The range is gone: leave no garbage in the file. */
 		lib_warn("region %p: cannot register it again (%s): not "
 		    "serving it", (void *)lr->addr, strerror(-error));
@@ -595,7 +634,8 @@ lib_reregister(struct lib_region *lr)
 
 	/* Where the last server saw it: a whole-region mremap moves it. */
 	lib_follow(lr);
-	if ((error = lib_uffd_register(lr, &ioctls)) != 0)
+	/* The daemon leaves the faults to the kernel if it finds no garbage. */
+	if ((error = lib_uffd_register(lr, &ioctls, 1)) != 0)
 		return (lib_fail(error, "UFFDIO_REGISTER: %s",
 		    strerror(-error)));
 	madvise((void *)lr->addr, lr->len, MADV_DONTFORK);
@@ -725,6 +765,7 @@ int
 lib_guard_reset(struct lib_region *lr, uintptr_t addr, size_t len)
 {
 	uint64_t	i, first;
+	int		error;
 
 	if ((addr - lr->addr) % lr->page_size != 0 ||
 	    len % lr->page_size != 0)
@@ -732,6 +773,15 @@ lib_guard_reset(struct lib_region *lr, uintptr_t addr, size_t len)
 		    "the region"));
 	first = (addr - lr->addr) / lr->page_size;
 	pthread_mutex_lock(&lib_rlock);
+	/* Faults must come to us before anything is garbage. */
+	if (!lr->trapping) {
+		if ((error = lib_uffd_register(lr, NULL, 1)) != 0) {
+			pthread_mutex_unlock(&lib_rlock);
+			return (lib_fail(error, "UFFDIO_REGISTER: %s: nothing "
+			    "was reset", strerror(-error)));
+		}
+		lr->trapping = 1;
+	}
 	for (i = first; i < first + len / lr->page_size; i++)
 		state_reset(&lr->state[i]);
 	pthread_mutex_unlock(&lib_rlock);

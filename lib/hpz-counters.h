@@ -152,12 +152,47 @@
 	V(fds_closing, gauge, "", "", "",				\
 	    "Passed file descriptors not yet closed.")
 
+/*
+ * What a fault costs here, measured at start (0: not measured; cost.c);
+ * after the limits.  struct hpz_status has cost_rt_huge between the first
+ * and the others, the wire has it after them.
+ */
+#define HPZ_COUNTERS_COST_RT(D, V)					\
+	V(cost_rt_ns, gauge, "ns", "", "",				\
+	    "Round trip of a userfaultfd fault, the page cached.")
+#define HPZ_COUNTERS_COST(D, V)						\
+	V(cost_kzero_ns, gauge, "ns", "", "",				\
+	    "The kernel zeroing a 2 MiB page.")				\
+	V(cost_ktouch_ns, gauge, "ns", "", "",				\
+	    "The kernel's first touch of a 2 MiB page: fault and zeroing.") \
+	V(cost_clear_ns, gauge, "ns", "", "",				\
+	    "hpzerod's bulk clear of a 2 MiB page.")
+
+/*
+ * Faults intercepted only while a region holds garbage (intercept.c);
+ * after the [policy] words.
+ */
+#define HPZ_COUNTERS_INTERCEPT(D, V)					\
+	V(regions_intercepting, gauge, "", "", "",			\
+	    "Regions trapping their faults now.")			\
+	D(intercept_on, counter, "", "", "",				\
+	    "Switches of a range to trapping its faults.")		\
+	D(intercept_off, counter, "", "", "",				\
+	    "Switches of a range back to the kernel.")			\
+	D(steps_aside, counter, "", "", "",				\
+	    "Garbage dropped for the kernel to zero.")			\
+	D(pages_aside, counter, "pages", "", "",			\
+	    "Pages so dropped.")
+
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
 	HPZ_COUNTERS_DAEMON(D, V)					\
 	HPZ_COUNTERS_FAULTS(D, V)					\
 	HPZ_COUNTERS_ENGINE(D, V)					\
 	HPZ_COUNTERS_BG(D, V)						\
-	HPZ_COUNTERS_LIMITS(D, V)
+	HPZ_COUNTERS_LIMITS(D, V)					\
+	HPZ_COUNTERS_COST_RT(D, V)					\
+	HPZ_COUNTERS_COST(D, V)						\
+	HPZ_COUNTERS_INTERCEPT(D, V)
 
 #endif /* HPZ_COUNTERS_H */

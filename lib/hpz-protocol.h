@@ -19,7 +19,7 @@
 
 #include "hpz.h"
 
-#define HPZ_PROTOCOL_VERSION	5
+#define HPZ_PROTOCOL_VERSION	6
 #define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
 
 /* No valid message is larger; receivers read one byte more to see excess. */
@@ -102,7 +102,17 @@ struct hpz_msg_status_reply {
 	uint64_t	bg_client_budget_mbps;
 	/* Limits in force (0: none), and what the asking uid holds. */
 	HPZ_COUNTERS_LIMITS(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
+	HPZ_COUNTERS_COST_RT(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
+	HPZ_COUNTERS_COST(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
+	uint32_t	cost_rt_huge;		/* round trip on 2 MiB pages */
+	uint32_t	policy;			/* HPZ_POLICY_* bits */
+	/* Faults intercepted only while a region holds garbage. */
+	HPZ_COUNTERS_INTERCEPT(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 };
+/* hpz_msg_status_reply.policy: [policy] in hpzerod.conf. */
+#define HPZ_POLICY_INTERCEPT_ALWAYS	0x01	/* else auto */
+#define HPZ_POLICY_ASIDE_NEVER		0x02	/* neither: auto */
+#define HPZ_POLICY_ASIDE_ALWAYS		0x04
 
 /* Change a region's policy (flags and background priority). */
 struct hpz_msg_policy {

@@ -37,6 +37,8 @@ struct lib_region {
 
 	/* While libhpz serves the region itself (guard.c). */
 	int			 serving;
+	int			 trapping;	/* registered for faults (else
+						   the kernel serves them) */
 	int			 lockfd;	/* server lock, or -1 */
 	void			*map;		/* the backing range, or NULL */
 	int			 gone;		/* unmapped: serve no more */

@@ -15,6 +15,9 @@
 
 #include "resolve.h"
 
+/* State bytes resolve_drop reads under the lock at most in one go. */
+#define RESOLVE_DROP_SCAN	65536
+
 void
 resolve_table_init(struct resolve_table *t, _Atomic uint8_t *state,
     uint64_t npages, uint64_t garbage)
@@ -49,6 +52,7 @@ resolve_begin(struct resolve *rs, struct resolve_table *t,
 	rs->hold.lo = 0;
 	rs->hold.n = 0;
 	rs->hold.reset = 0;
+	rs->hold.perpage = 1;
 	rs->hold.idle = (flags & RESOLVE_IDLE) != 0;
 	rs->hold.boosted = 0;
 	rs->hold.owner = pthread_self();
@@ -56,6 +60,7 @@ resolve_begin(struct resolve *rs, struct resolve_table *t,
 	rs->error = 0;
 	rs->tampered = 0;
 	rs->resets_done = 0;
+	rs->garbage_gone = 0;
 	TAILQ_INIT(&rs->woken);
 }
 
@@ -113,10 +118,12 @@ resolve_take(struct resolve *rs, uint64_t idx, uint64_t off)
 	else {
 		memmove(rs->was + 1, rs->was, h->n * sizeof(rs->was[0]));
 		memmove(rs->off + 1, rs->off, h->n * sizeof(rs->off[0]));
+		memmove(h->rst + 1, h->rst, h->n * sizeof(h->rst[0]));
 		h->lo--;
 		h->n++;
 		k = 0;
 	}
+	h->rst[k] = 0;
 	rs->was[k] = old & PAGE_STATE_MASK;
 	rs->off[k] = off;
 	atomic_store_explicit(&t->state[idx],
@@ -219,7 +226,7 @@ resolve_mark_cleared(struct resolve *rs)
 	pthread_mutex_lock(&t->lock);
 	for (k = 0; k < h->n; k++) {
 		atomic_store_explicit(&t->state[h->lo + k], (uint8_t)
-		    (PAGE_ZEROED | PAGE_BUSY | (h->reset ? PAGE_RESET : 0)),
+		    (PAGE_ZEROED | PAGE_BUSY | (h->rst[k] ? PAGE_RESET : 0)),
 		    memory_order_release);
 		rs->now[k] = PAGE_ZEROED;
 	}
@@ -295,12 +302,18 @@ resolve_release(struct resolve *rs)
 
 	pthread_mutex_lock(&t->lock);
 	for (k = 0; k < h->n; k++) {
-		final = h->reset ? PAGE_GARBAGE : rs->now[k];
+		/*
+		 * Only the pages a reset named: the others of the run are
+		 * mapped in the client, which goes on writing them (a reset
+		 * zaps only its own range).
+		 */
+		final = h->rst[k] ? PAGE_GARBAGE : rs->now[k];
 		atomic_store_explicit(&t->state[h->lo + k], final,
 		    memory_order_release);
-		if (rs->was[k] == PAGE_GARBAGE && final != PAGE_GARBAGE)
-			atomic_fetch_sub(&t->garbage, 1);
-		else if (rs->was[k] != PAGE_GARBAGE && final == PAGE_GARBAGE)
+		if (rs->was[k] == PAGE_GARBAGE && final != PAGE_GARBAGE) {
+			if (atomic_fetch_sub(&t->garbage, 1) == 1)
+				rs->garbage_gone = 1;
+		} else if (rs->was[k] != PAGE_GARBAGE && final == PAGE_GARBAGE)
 			atomic_fetch_add(&t->garbage, 1);
 	}
 	TAILQ_REMOVE(&t->holds, h, entry);
@@ -410,6 +423,10 @@ resolve_reset(struct resolve_table *t, uint64_t first, uint64_t n)
 			t->nreset++;
 			flagged++;
 		}
+		if (h->perpage)
+			for (i = h->lo > first ? h->lo : first;
+			    i < h->lo + h->n && i < first + n; i++)
+				h->rst[i - h->lo] = 1;
 	}
 	for (i = first; i < first + n; i++) {
 		if (held && resolve_holder(t, i) != NULL) {
@@ -459,6 +476,98 @@ void
 resolve_forget_garbage(struct resolve_table *t, uint64_t n)
 {
 	atomic_fetch_sub(&t->garbage, (int_fast64_t)n);
+}
+
+/*
+ * Let the kernel zero garbage instead of us: drop pages [from, to) that
+ * are garbage and held by nobody from the file, in runs of at most run
+ * pages, each held while punch(arg, first, n) makes holes of it and
+ * marked kept only after (a hole reads zero; a crash meanwhile leaves it
+ * garbage, its byte still says so).  A reset during the punch wins: the
+ * run stays garbage.  Faults parked on the runs go to woken.  0, or the
+ * punch's error (the walk stops there, the run stays garbage).
+ */
+int
+resolve_drop(struct resolve_table *t, uint64_t from, uint64_t to,
+    uint64_t run, int (*punch)(void *, uint64_t, uint64_t), void *arg,
+    struct resolve_waiters *woken, int *resets_done, uint64_t *dropped,
+    uint64_t *held)
+{
+	struct resolve_hold	 h;
+	struct resolve_waiter	*w, *next;
+	uint64_t		 i = from, k, end, limit;
+	uint8_t			 s, final;
+	int			 error = 0;
+
+	*dropped = *held = 0;
+	if (to > t->npages)
+		to = t->npages;
+	while (i < to && error == 0) {
+		pthread_mutex_lock(&t->lock);
+		/* The next garbage page nobody of ours holds, a slice at most. */
+		limit = to - i > RESOLVE_DROP_SCAN ? i + RESOLVE_DROP_SCAN : to;
+		for (; i < limit; i++) {
+			s = atomic_load_explicit(&t->state[i],
+			    memory_order_acquire);
+			if ((s & PAGE_STATE_MASK) != PAGE_GARBAGE)
+				continue;
+			if (resolve_holder(t, i) == NULL)
+				break;
+			(*held)++;
+		}
+		for (end = i; end < to && end - i < run; end++) {
+			s = atomic_load_explicit(&t->state[end],
+			    memory_order_acquire);
+			if ((s & PAGE_STATE_MASK) != PAGE_GARBAGE ||
+			    resolve_holder(t, end) != NULL)
+				break;
+		}
+		if (end == i) {
+			pthread_mutex_unlock(&t->lock);
+			continue;	/* nothing in this slice */
+		}
+		h.lo = i;
+		h.n = end - i;
+		h.reset = 0;
+		h.perpage = 0;		/* a reset keeps the whole run */
+		h.idle = 0;
+		h.boosted = 0;
+		h.owner = pthread_self();
+		TAILQ_INSERT_TAIL(&t->holds, &h, entry);
+		for (k = i; k < end; k++)
+			atomic_store_explicit(&t->state[k], PAGE_GARBAGE |
+			    PAGE_BUSY, memory_order_release);
+		pthread_mutex_unlock(&t->lock);
+
+		error = punch(arg, i, end - i);
+
+		pthread_mutex_lock(&t->lock);
+		final = h.reset || error != 0 ? PAGE_GARBAGE : PAGE_KEEP;
+		for (k = i; k < end; k++)
+			atomic_store_explicit(&t->state[k], final,
+			    memory_order_release);
+		if (final == PAGE_KEEP) {
+			atomic_fetch_sub(&t->garbage, (int_fast64_t)(end - i));
+			*dropped += end - i;
+		}
+		TAILQ_REMOVE(&t->holds, &h, entry);
+		if (h.reset && --t->nreset == 0)
+			*resets_done = 1;
+		if (atomic_load(&t->nwaiting) != 0) {
+			for (w = TAILQ_FIRST(&t->waiters); w != NULL;
+			    w = next) {
+				next = TAILQ_NEXT(w, entry);
+				if (w->idx < i || w->idx >= end)
+					continue;
+				TAILQ_REMOVE(&t->waiters, w, entry);
+				TAILQ_INSERT_TAIL(woken, w, entry);
+				atomic_fetch_sub(&t->nwaiting, 1);
+			}
+		}
+		pthread_mutex_unlock(&t->lock);
+		i = end;
+	}
+	return (error);
 }
 
 /* Park a fault that nothing will release (its region is going). */

@@ -42,7 +42,11 @@ struct resolve_hold {
 	TAILQ_ENTRY(resolve_hold) entry;
 	uint64_t		 lo;		/* first page */
 	uint64_t		 n;		/* pages held; 0: none */
-	int			 reset;		/* a reset came: garbage after */
+	int			 reset;		/* a reset came: its reply waits */
+	int			 perpage;	/* rst[] says which pages it
+						   reset (else: all of them) */
+	uint8_t			 rst[RESOLVE_BATCH_MAX]; /* page lo+k reset:
+						   garbage after */
 	int			 idle;		/* holder runs at SCHED_IDLE */
 	int			 boosted;	/* raised for a waiter */
 	pthread_t		 owner;
@@ -122,6 +126,8 @@ struct resolve {
 	int			 error;		/* RESOLVE_FAILED, _LOST */
 	int			 tampered;	/* BUSY bits found unclaimed */
 	int			 resets_done;	/* no hold left for a reset */
+	int			 garbage_gone;	/* we cleared the last garbage
+						   page the table counted */
 	struct resolve_waiters	 woken;		/* parked on our pages */
 };
 
@@ -145,6 +151,11 @@ uint64_t	 resolve_reset(struct resolve_table *, uint64_t first,
 int		 resolve_resets_pending(struct resolve_table *);
 uint64_t	 resolve_garbage(struct resolve_table *);
 void		 resolve_forget_garbage(struct resolve_table *, uint64_t n);
+int		 resolve_drop(struct resolve_table *, uint64_t from,
+		    uint64_t to, uint64_t run,
+		    int (*punch)(void *, uint64_t first, uint64_t n),
+		    void *arg, struct resolve_waiters *woken,
+		    int *resets_done, uint64_t *dropped, uint64_t *held);
 void		 resolve_park(struct resolve_table *, struct resolve_waiter *);
 void		 resolve_cancel_waiters(struct resolve_table *,
 		    struct resolve_waiters *out);

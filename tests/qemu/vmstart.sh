@@ -104,7 +104,11 @@ if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/boot.o" 2>"$G/build.
 fi
 [ -s "$G/build.log" ] && { cat "$G/build.log" >&2; die "warnings building the guest"; }
 
-old_nr=$(cat $NR)
+# Pages only through hugepages.sh: add what a size needs, give back
+# exactly that (other users of the machine reserve at the same time), and
+# keep the other heavy tests out while the figures are taken.
+. "$S/tests/hugepages.sh"
+hp_alone
 dir=$(mktemp -d /tmp/hpz-vmstart.XXXXXX) || exit 1
 pid='' qpid='' mnt=''
 # shellcheck disable=SC2317  # called by the trap
@@ -115,7 +119,7 @@ cleanup() {
 		rm -f "$mnt/ram"
 		umount "$mnt" 2>/dev/null
 	fi
-	echo "$old_nr" > "$NR"
+	hp_release
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -290,10 +294,10 @@ for sz in $SIZES; do
 	pages=$((mb / 2))
 	# Two guests' RAM (or a file and a guest), the pool's, its reserve.
 	need=$((3 * pages + 3 * SLACK))
-	echo $((old_nr + need)) > "$NR" 2>/dev/null
+	hp_reserve_2m "$need"
 	if [ "$(cat "$FREE")" -lt $((3 * pages + 2 * SLACK)) ]; then
 		echo "size $sz: skipped: the huge page pool gave $(cat "$FREE") free 2 MiB pages, $((3 * pages + 2 * SLACK)) needed"
-		echo "$old_nr" > "$NR"
+		hp_release
 		continue
 	fi
 	# Warm memory: every free page of the pool once (fallocate on hugetlbfs
@@ -372,7 +376,7 @@ for sz in $SIZES; do
 	pool_conf 0
 	kill -HUP "$pid"
 	sleep 0.2
-	echo "$old_nr" > "$NR"
+	hp_release
 	echo
 	echo "size $sz ($pages x 2 MiB pages), $RUNS rounds, TCG guest touching $tpages 4 KiB pages"
 	printf '%-38s %8s  %-13s  %6s  %6s\n' config "median s" "(min-max)" "x lazy" "x pre"

@@ -1,8 +1,8 @@
 /*
  * test-counters.c - unit tests of the list of the status reply's numbers
  * (lib/hpz-counters.h): the structs made from it keep the layout they had
- * when they were written out by hand (32e016c: an ABI, struct hpz_status,
- * and the wire, struct hpz_msg_status_reply), numbers added later come
+ * when they were written out by hand (an ABI, struct hpz_status, and the
+ * wire, struct hpz_msg_status_reply), numbers added later come
  * after all of those, and stats_fill copies every number the daemon counts.
  */
 #include <stddef.h>
@@ -19,9 +19,13 @@ struct counters_at {
 	size_t		 wire;		/* in struct hpz_msg_status_reply */
 };
 
-/* The layouts as they were written out by hand, on x86_64. */
-#define COUNTERS_STATUS_SIZE	720
-#define COUNTERS_WIRE_SIZE	736
+/*
+ * The layouts as they were last written out by hand (main at 3c440ad:
+ * 32e016c's and issue 12's costs and interception appended), on x86_64.
+ * The policy words of struct hpz_status come from the wire's policy bits.
+ */
+#define COUNTERS_STATUS_SIZE	816
+#define COUNTERS_WIRE_SIZE	816
 static const struct counters_at counters_recorded[] = {
 	{ "version", 0, 16 },
 	{ "uptime_ms", 32, 48 },
@@ -77,6 +81,18 @@ static const struct counters_at counters_recorded[] = {
 	{ "uid_bytes", 696, 712 },
 	{ "uid_state_bytes", 704, 720 },
 	{ "fds_closing", 712, 728 },
+	{ "cost_rt_ns", 720, 736 },
+	{ "cost_rt_huge", 728, 768 },
+	{ "cost_kzero_ns", 736, 744 },
+	{ "cost_ktouch_ns", 744, 752 },
+	{ "cost_clear_ns", 752, 760 },
+	{ "policy_intercept", 760, 772 },
+	{ "policy_step_aside", 768, 772 },
+	{ "regions_intercepting", 776, 776 },
+	{ "intercept_on", 784, 784 },
+	{ "intercept_off", 792, 792 },
+	{ "steps_aside", 800, 800 },
+	{ "pages_aside", 808, 808 },
 };
 
 /* The layouts now: the fields that are not in the list, then the list. */
@@ -99,6 +115,12 @@ static const struct counters_at counters_now[] = {
 	{ "bg_client_budget_gbs",
 	    offsetof(struct hpz_status, bg_client_budget_gbs),
 	    offsetof(struct hpz_msg_status_reply, bg_client_budget_mbps) },
+	{ "cost_rt_huge", offsetof(struct hpz_status, cost_rt_huge),
+	    offsetof(struct hpz_msg_status_reply, cost_rt_huge) },
+	{ "policy_intercept", offsetof(struct hpz_status, policy_intercept),
+	    offsetof(struct hpz_msg_status_reply, policy) },
+	{ "policy_step_aside", offsetof(struct hpz_status, policy_step_aside),
+	    offsetof(struct hpz_msg_status_reply, policy) },
 	HPZ_COUNTERS_ALL(COUNTERS_AT, COUNTERS_AT)
 };
 

@@ -536,6 +536,8 @@ state_region(struct region *r, struct client *c, uint64_t npages)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	region_resolve_init(r);
+	/* As libhpz registers it: its faults come to us. */
+	intercept_init(r);
 }
 
 static void
@@ -566,6 +568,30 @@ Test(region, reset_marks_pages_garbage)
 	    NULL), -EINVAL);
 	cr_assert_eq(atomic_load(&r.state[0]), PAGE_MAPPED,
 	    "a refused reset changed a page");
+	free(r.state);
+}
+
+/*
+ * A region whose faults the kernel serves (no garbage) must trap them
+ * again before a reset declares anything garbage: where that fails, the
+ * reset fails and no page changes (else the kernel would map garbage).
+ */
+Test(region, reset_refused_when_faults_cannot_be_trapped)
+{
+	struct client	c;
+	struct region	r;
+	uint64_t	i;
+
+	state_region(&r, &c, 8);
+	atomic_store(&r.intercepting, 0);
+	r.uffd = -1;		/* UFFDIO_REGISTER fails: EBADF */
+	cr_assert_lt(region_reset(&r, ADDR, 8 * PAGE_2M, reset_never, NULL),
+	    0, "a reset went on without trapping the faults");
+	for (i = 0; i < 8; i++)
+		cr_assert_eq(atomic_load(&r.state[i]), PAGE_MAPPED,
+		    "page %llu changed by a refused reset",
+		    (unsigned long long)i);
+	cr_assert_eq(resolve_garbage(&r.rt), 0);
 	free(r.state);
 }
 
@@ -725,4 +751,35 @@ Test(mapping, own_shared_mapping_accepted_others_refused)
 	munmap(priv, 8 * 4096);
 	munmap(p, 8 * 4096);
 	close(fd);
+}
+
+/*
+ * The step-aside policy (cost.c): the daemon keeps a garbage fault while
+ * its wait (a round trip and the clears queued before it, on the share of
+ * a CPU the workers get) is shorter than the kernel's first touch.
+ */
+Test(region, cost_keep_steps_aside_only_when_behind)
+{
+	struct cost	c = { .rt_ns = 25000, .huge = 1, .kzero_ns = 95000,
+	    .ktouch_ns = 130000, .clear_ns = 33000, .measured = 1 };
+	struct cost	none = { 0 };
+
+	/* Nothing measured: keep serving, as before calibration. */
+	cr_assert(cost_keep(&none, PAGE_2M, 0, 99, 2, 99, 2, 0));
+	/* An idle core and the scrub clearing ahead: keep. */
+	cr_assert(cost_keep(&c, PAGE_2M, 1, 1, 2, 64, 2, 0));
+	/* One fault, a quiet machine: 58 us against 130. */
+	cr_assert(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2, 0));
+	/* Four faults a worker queued: 25 + 4 x 33 > 130: step aside. */
+	cr_assert_not(cost_keep(&c, PAGE_2M, 0, 1, 2, 8, 2, 0));
+	/* Three runnable threads a CPU: a third of one each, 124 < 130. */
+	cr_assert(cost_keep(&c, PAGE_2M, 1, 6, 2, 1, 2, 0));
+	/* Four: 157 > 130, and no idle core for the scrub either. */
+	cr_assert_not(cost_keep(&c, PAGE_2M, 1, 8, 2, 1, 2, 0));
+	/* Quiet and one fault, but faults took 150 us of late: aside. */
+	cr_assert_not(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2, 150000));
+	/* ... 50 us: 25 + 50 = 75 us against 130: keep. */
+	cr_assert(cost_keep(&c, PAGE_2M, 0, 1, 2, 1, 2, 50000));
+	/* 4 KiB pages: nothing measured to go by. */
+	cr_assert(cost_keep(&c, 4096, 0, 8, 2, 64, 2, 0));
 }

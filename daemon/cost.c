@@ -1,0 +1,504 @@
+/*
+ * cost.c - what a fault costs here, measured at start as the clear
+ * kernels are, and the policy that uses it: whether the daemon serving a
+ * garbage page's fault beats the kernel zeroing a fresh one, and whether
+ * the machine has a core to spare for it right now.
+ *
+ * Four figures, each the median of a few tries on a file of our own:
+ * the uffd round trip (a thread touches a page already in the file of a
+ * range registered for minor faults; another thread, asleep in poll,
+ * reads the fault and maps it with UFFDIO_CONTINUE: what the faulting
+ * thread waits, clearing aside), the kernel's zeroing of a page
+ * (fallocate of a hole) and the kernel's first touch (a write to a hole
+ * of a mapping nobody intercepts: the exception and the zeroing), and our
+ * bulk kernel's clear of such a page out of the caches (not the warm
+ * buffer clear.c calibrates on: a garbage page is cold).  The policy also
+ * watches what garbage faults through us take of late (cost_observe), so
+ * that a machine busier than at start steps aside.  Huge
+ * pages are used when the host has two free; else the round trip is
+ * measured on shmem and the kernel's figures wait for free huge pages
+ * (the 5 s timer tries again, off the loop).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/falloc.h>
+#include <linux/userfaultfd.h>
+
+#include "hpzerod.h"
+#include "uffd-compat.h"
+
+#define COST_TRIES	9		/* a round trip: the median of these */
+#define COST_PAGES_MAX	32		/* pages the kernel's figures take */
+#define COST_EVICT	(64ULL << 20)	/* written to push them from caches */
+#define COST_HUGE	(2ULL << 20)
+#define COST_FREE_PATH	"/sys/kernel/mm/hugepages/hugepages-2048kB/"
+#define COST_DEMAND_NS	1000000ULL	/* /proc/loadavg read at most this often */
+
+struct cost		 cost;
+static pthread_mutex_t	 cost_lock = PTHREAD_MUTEX_INITIALIZER;
+static int		 cost_loadavg = -1;
+static atomic_uint_fast64_t cost_demand_at;
+static atomic_int	 cost_running;	/* runnable tasks, last read */
+
+static int
+cost_cmp(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x < y ? -1 : x > y);
+}
+
+static uint64_t
+cost_median(uint64_t *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cost_cmp);
+	return (v[n / 2]);
+}
+
+/* A number from a sysfs file, or -1. */
+static long long
+cost_read_ll(const char *path)
+{
+	char	buf[32];
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return (-1);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return (-1);
+	buf[n] = '\0';
+	return (strtoll(buf, NULL, 10));
+}
+
+/* Free, unreserved huge pages of the size whose sysfs directory is dir. */
+long long
+cost_host_avail(uint64_t page_size)
+{
+	char		path[128];
+	long long	free_pages, resv;
+
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/"
+	    "hugepages-%llukB/free_hugepages",
+	    (unsigned long long)(page_size >> 10));
+	free_pages = cost_read_ll(path);
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/"
+	    "hugepages-%llukB/resv_hugepages",
+	    (unsigned long long)(page_size >> 10));
+	resv = cost_read_ll(path);
+	if (free_pages < 0 || resv < 0)
+		return (-1);
+	return (free_pages - resv);
+}
+
+/* The handler of the round trip: map each fault, until told to stop. */
+struct cost_rt {
+	int		 uffd;
+	int		 efd;		/* stop */
+	uint64_t	 page;
+};
+
+static void *
+cost_rt_main(void *arg)
+{
+	struct cost_rt		*rt = arg;
+	struct uffdio_continue	 uc;
+	struct uffd_msg		 m;
+	struct pollfd		 pfd[2];
+
+	pfd[0].fd = rt->uffd;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = rt->efd;
+	pfd[1].events = POLLIN;
+	for (;;) {
+		pfd[0].revents = pfd[1].revents = 0;
+		if (poll(pfd, 2, -1) == -1 && errno != EINTR)
+			break;
+		if (pfd[1].revents & POLLIN)
+			break;
+		if (read(rt->uffd, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
+		    m.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		memset(&uc, 0, sizeof(uc));
+		uc.range.start = m.arg.pagefault.address & ~(rt->page - 1);
+		uc.range.len = rt->page;
+		if (ioctl(rt->uffd, UFFDIO_CONTINUE, &uc) == -1) {
+			/* Never leave the toucher waiting. */
+			(void)ioctl(rt->uffd, UFFDIO_WAKE, &uc.range);
+		}
+	}
+	return (NULL);
+}
+
+/*
+ * The round trip on one page of fd (page bytes, already allocated): the
+ * faulting thread's wait, median of COST_TRIES after one to warm up.  0
+ * when it cannot be measured.
+ */
+static uint64_t
+cost_round_trip(int fd, uint64_t page, int huge)
+{
+	struct uffdio_api	 api;
+	struct uffdio_register	 reg;
+	struct cost_rt		 rt = { -1, -1, page };
+	pthread_t		 t;
+	uint64_t		 v[COST_TRIES], t0, one = 1, result = 0;
+	volatile char		*p = MAP_FAILED;
+	int			 i, started = 0;
+
+	rt.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (rt.uffd == -1)
+		return (0);
+	memset(&api, 0, sizeof(api));
+	api.api = UFFD_API;
+	api.features = huge ? UFFD_FEATURE_MINOR_HUGETLBFS :
+	    UFFD_FEATURE_MINOR_SHMEM;
+	if (ioctl(rt.uffd, UFFDIO_API, &api) == -1)
+		goto out;
+	p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto out;
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)p;
+	reg.range.len = page;
+	reg.mode = UFFDIO_REGISTER_MODE_MINOR;
+	if (ioctl(rt.uffd, UFFDIO_REGISTER, &reg) == -1 ||
+	    (rt.efd = eventfd(0, EFD_CLOEXEC)) == -1)
+		goto out;
+	if (pthread_create(&t, NULL, cost_rt_main, &rt) != 0)
+		goto out;
+	pthread_setname_np(t, "hpzd-cost");
+	started = 1;
+	for (i = -1; i < COST_TRIES; i++) {
+		/* Our page tables go, the page stays: a minor fault. */
+		if (madvise((void *)p, page, MADV_DONTNEED) == -1)
+			goto out;
+		t0 = stats_now_ns();
+		p[page / 2] = 1;
+		if (i >= 0)
+			v[i] = stats_now_ns() - t0;
+	}
+	result = cost_median(v, COST_TRIES);
+out:
+	if (started) {
+		if (write(rt.efd, &one, sizeof(one)) == -1)
+			log_warn("cost: stop the round-trip thread");
+		pthread_join(t, NULL);
+	}
+	if (p != MAP_FAILED)
+		munmap((void *)p, page);
+	if (rt.efd != -1)
+		close(rt.efd);
+	close(rt.uffd);
+	return (result);
+}
+
+/*
+ * The kernel's first touch (a write to a hole) and zeroing (fallocate of
+ * a hole) of 2 MiB pages of fd, n pages of it (at least 2): the first half
+ * touched, the second allocated, each page once and timed alone, so that
+ * each figure is the median over distinct pages, cold as real first
+ * touches are.  The pages are touched once before, then pushed out of the
+ * caches: this VM backs memory it never used lazily (a first touch of
+ * such a page costs milliseconds), and a page punched comes back from the
+ * cache (three times faster).  -1 on failure.
+ */
+static int
+cost_kernel(int fd, int n, uint64_t *zero_ns, uint64_t *touch_ns,
+    uint64_t *clear_ns)
+{
+	uint64_t	 v[COST_PAGES_MAX], t0;
+	volatile char	*p;
+	char		*ev;
+	int		 i, half = n / 2, error = -1;
+
+	p = mmap(NULL, (size_t)n * COST_HUGE, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return (-1);
+	ev = mmap(NULL, COST_EVICT, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+	    MAP_ANONYMOUS, -1, 0);
+	if (ev == MAP_FAILED)
+		goto out;
+	/*
+	 * Every byte: this VM backs a page it never used at a finer grain
+	 * than 2 MiB (one byte warmed 4 KiB of it; the others then cost
+	 * milliseconds).  Punched, the pages go back to the free list's head
+	 * and come back to us below.
+	 */
+	for (i = 0; i < n; i++)
+		memset((char *)p + (uint64_t)i * COST_HUGE, 1, COST_HUGE);
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+	    (off_t)((uint64_t)n * COST_HUGE)) == -1)
+		goto out;
+	memset(ev, 1, COST_EVICT);
+	for (i = 0; i < half; i++) {
+		t0 = stats_now_ns();
+		p[(uint64_t)i * COST_HUGE + COST_HUGE / 2] = 1;
+		v[i] = stats_now_ns() - t0;
+	}
+	*touch_ns = cost_median(v, half);
+	for (i = half; i < n; i++) {
+		t0 = stats_now_ns();
+		if (fallocate(fd, 0, (off_t)((uint64_t)i * COST_HUGE),
+		    (off_t)COST_HUGE) == -1)
+			goto out;
+		v[i - half] = stats_now_ns() - t0;
+	}
+	*zero_ns = cost_median(v, n - half);
+	/*
+	 * Our clear of a page out of the caches, as a fault meets it: the
+	 * bulk kernel measured at start runs on a warm buffer, which a
+	 * garbage page is not.
+	 */
+	*clear_ns = 0;
+	if (clear_bulk_kernel != NULL) {
+		memset(ev, 2, COST_EVICT);
+		for (i = 0; i < half; i++) {
+			t0 = stats_now_ns();
+			clear_bulk_kernel->fn((char *)p + (uint64_t)i *
+			    COST_HUGE, COST_HUGE);
+			clear_fence();
+			v[i] = stats_now_ns() - t0;
+		}
+		*clear_ns = cost_median(v, half);
+	}
+	error = 0;
+out:
+	if (ev != MAP_FAILED)
+		munmap(ev, COST_EVICT);
+	munmap((void *)p, (size_t)n * COST_HUGE);
+	return (error);
+}
+
+/*
+ * Measure (at start, and again from the timer while the kernel's figures
+ * are missing).  Any thread; a few milliseconds.
+ */
+void
+cost_measure(void)
+{
+	struct cost	c;
+	uint64_t	rt = 0, zero = 0, touch = 0, cold = 0;
+	long		page4k = sysconf(_SC_PAGESIZE);
+	long long	avail = cost_host_avail(COST_HUGE);
+	int		fd, huge = 0, n;
+
+	/* Distinct pages, a few ms: leave one to whoever else needs it. */
+	n = avail - 1 > COST_PAGES_MAX ? COST_PAGES_MAX : (int)avail - 1;
+	n &= ~1;
+	if (n >= 2 && (fd = memfd_create("hpzd-cost", MFD_CLOEXEC |
+	    MFD_HUGETLB | MFD_HUGE_2MB)) != -1) {
+		if (ftruncate(fd, (off_t)((uint64_t)n * COST_HUGE)) == 0 &&
+		    cost_kernel(fd, n, &zero, &touch, &cold) == 0) {
+			rt = cost_round_trip(fd, COST_HUGE, 1);
+			huge = rt != 0;
+		}
+		close(fd);
+	}
+	if (rt == 0 && (fd = memfd_create("hpzd-cost", MFD_CLOEXEC)) != -1) {
+		if (ftruncate(fd, page4k) == 0 &&
+		    fallocate(fd, 0, 0, page4k) == 0)
+			rt = cost_round_trip(fd, (uint64_t)page4k, 0);
+		close(fd);
+	}
+	pthread_mutex_lock(&cost_lock);
+	c = cost;
+	if (rt != 0 && (huge || !c.huge)) {
+		c.rt_ns = rt;
+		c.huge = huge;
+	}
+	if (zero != 0) {
+		c.kzero_ns = zero;
+		c.ktouch_ns = touch;
+	}
+	if (cold != 0)
+		c.clear_ns = cold;
+	else if (c.clear_ns == 0 && clear_bulk_kernel != NULL &&
+	    clear_calibrated_gbs(clear_bulk_kernel->kind) > 0)
+		c.clear_ns = (uint64_t)((double)COST_HUGE /
+		    clear_calibrated_gbs(clear_bulk_kernel->kind));
+	c.measured = c.rt_ns != 0 && c.ktouch_ns != 0;
+	cost = c;
+	pthread_mutex_unlock(&cost_lock);
+}
+
+/* The figures, as one line for the log (and hpzctl). */
+void
+cost_text(char *buf, size_t len)
+{
+	struct cost	c;
+
+	pthread_mutex_lock(&cost_lock);
+	c = cost;
+	pthread_mutex_unlock(&cost_lock);
+	if (c.rt_ns == 0) {
+		snprintf(buf, len, "not measured");
+		return;
+	}
+	if (c.ktouch_ns == 0) {
+		snprintf(buf, len, "uffd round trip %.1f us (%s); the "
+		    "kernel's zeroing not measured yet (no free 2 MiB pages)",
+		    c.rt_ns / 1e3, c.huge ? "2 MiB" : "4 KiB shmem");
+		return;
+	}
+	snprintf(buf, len, "uffd round trip %.1f us (%s), kernel zeroing "
+	    "%.1f us, kernel first touch %.1f us, our clear %.1f us a 2 MiB "
+	    "page: a fault we clear costs %.2fx the kernel's", c.rt_ns / 1e3,
+	    c.huge ? "2 MiB" : "4 KiB shmem", c.kzero_ns / 1e3,
+	    c.ktouch_ns / 1e3, c.clear_ns / 1e3,
+	    (double)(c.rt_ns + c.clear_ns) / (double)c.ktouch_ns);
+}
+
+/* A copy of the figures (any thread). */
+void
+cost_get(struct cost *out)
+{
+	pthread_mutex_lock(&cost_lock);
+	*out = cost;
+	pthread_mutex_unlock(&cost_lock);
+}
+
+/*
+ * How much faster than the kernel's first touch the daemon serves a
+ * garbage page of page_size bytes on its fault (the round trip and our
+ * clear): above 1 it pays.  0 when not measured, or for pages whose
+ * zeroing we did not measure (shmem's 4 KiB: the kernel zeroes one in
+ * about a microsecond, far below any round trip).  Huge pages scale the
+ * 2 MiB figures: zeroing and clearing grow with the size, the round trip
+ * does not.
+ */
+double
+cost_fault_gain(const struct cost *c, uint64_t page_size)
+{
+	double	scale, kernel, ours;
+
+	if (!c->measured || c->clear_ns == 0 || page_size < COST_HUGE)
+		return (0);
+	scale = (double)page_size / (double)COST_HUGE;
+	kernel = (double)c->ktouch_ns * scale;
+	ours = (double)c->rt_ns + (double)c->clear_ns * scale;
+	return (kernel / ours);
+}
+
+/*
+ * Keep serving the faults of a region that holds garbage (1), or step
+ * aside (0): drop its garbage and let the kernel zero each page on its
+ * fault.  Pure.  demand: threads that want a CPU now (other runnable
+ * tasks, and the threads waiting on our faults); queued: faults read and
+ * not yet answered, this one included; nworkers: our fault threads; scrub:
+ * background clearing runs for the region.
+ *
+ * A fault the daemon serves waits a round trip plus the clears queued
+ * before it, shared among the workers, each worker getting the share of a
+ * CPU that the runnable threads leave it; the kernel's costs its first
+ * touch, on the faulting thread, whatever the queue.  Keep while ours is
+ * the shorter wait.  Where a core is idle and the scrub runs, it clears
+ * ahead of the client: keep.
+ */
+int
+cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
+    int ncpus, int queued, int nworkers, uint64_t observed_ns)
+{
+	double	scale, kernel, ours, share, rounds;
+
+	if (!c->measured || c->clear_ns == 0 || page_size < COST_HUGE)
+		return (1);	/* nothing to go by: as before */
+	if (demand < ncpus && scrub)
+		return (1);
+	if (nworkers < 1)
+		nworkers = 1;
+	if (queued < 1)
+		queued = 1;
+	scale = (double)page_size / (double)COST_HUGE;
+	kernel = (double)c->ktouch_ns * scale;
+	share = demand <= ncpus ? 1.0 : (double)ncpus / (double)demand;
+	rounds = (double)((queued + nworkers - 1) / nworkers);
+	ours = (double)c->rt_ns + (double)c->clear_ns * scale * rounds / share;
+	/* What garbage faults through us took of late, if it is more. */
+	if (observed_ns != 0 && (double)(c->rt_ns + observed_ns) > ours)
+		ours = (double)(c->rt_ns + observed_ns);
+	return (ours < kernel);
+}
+
+/*
+ * Garbage faults as served of late: from the read of the message to the
+ * answer (the round trip's kernel side is cost.rt_ns), a moving average
+ * over the last few, forgotten after COST_OBSERVED_NS without one.
+ */
+#define COST_OBSERVED_NS	1000000000ULL
+static atomic_uint_fast64_t	cost_obs_ns;	/* the average */
+static atomic_uint_fast64_t	cost_obs_at;	/* when last fed */
+
+void
+cost_observe(uint64_t ns)
+{
+	uint64_t	old = atomic_load(&cost_obs_ns);
+
+	/* Lock-free and approximate: a lost update costs nothing. */
+	atomic_store(&cost_obs_ns, old == 0 ? ns : old - old / 8 + ns / 8);
+	atomic_store(&cost_obs_at, stats_now_ns());
+}
+
+uint64_t
+cost_observed(void)
+{
+	if (stats_now_ns() - atomic_load(&cost_obs_at) > COST_OBSERVED_NS)
+		return (0);
+	return (atomic_load(&cost_obs_ns));
+}
+
+/*
+ * Threads that want a CPU right now, but ours: runnable tasks from
+ * /proc/loadavg (read at most once a millisecond), less our own awake
+ * threads, plus the client threads blocked on our faults (they would run
+ * if we stepped aside).  -1 when it cannot be read.
+ */
+int
+cost_demand(void)
+{
+	char		 buf[128], *p;
+	uint64_t	 now = stats_now_ns(), at;
+	ssize_t		 n;
+	int		 running, ours;
+
+	at = atomic_load(&cost_demand_at);
+	if (now - at > COST_DEMAND_NS &&
+	    atomic_compare_exchange_strong(&cost_demand_at, &at, now)) {
+		pthread_mutex_lock(&cost_lock);
+		if (cost_loadavg == -1)
+			cost_loadavg = open("/proc/loadavg", O_RDONLY |
+			    O_CLOEXEC);
+		n = cost_loadavg == -1 ? -1 : pread(cost_loadavg, buf,
+		    sizeof(buf) - 1, 0);
+		pthread_mutex_unlock(&cost_lock);
+		running = -1;
+		if (n > 0) {
+			buf[n] = '\0';
+			/* "0.52 0.58 0.59 3/345 1234": runnable/threads */
+			if ((p = strchr(buf, '/')) != NULL) {
+				while (p > buf && p[-1] != ' ')
+					p--;
+				running = atoi(p);
+			}
+		}
+		atomic_store(&cost_running, running);
+	}
+	if ((running = atomic_load(&cost_running)) < 0)
+		return (-1);
+	ours = worker_awake() + scrub_busy() + pool_busy();
+	running = running > ours ? running - ours : 0;
+	return (running + (int)atomic_load(&stats.faults_inflight));
+}

@@ -1,0 +1,289 @@
+/*
+ * intercept.c - a range's faults come to us only while it holds garbage.
+ *
+ * A fresh page gains nothing from us (the kernel zeroes it anyway), and a
+ * page the file holds gains nothing either: a round trip costs more than
+ * the kernel's own page-cache hit.  So a region is registered on its uffd
+ * for faults (MISSING | MINOR) only from the moment garbage is declared
+ * (a reset, a discard) until none is left; in between it is registered
+ * for write-protection alone, which traps no fault (we write-protect
+ * nothing) but keeps the non-cooperative events coming (remove, unmap,
+ * remap, fork), so moves are still followed and the kernel serves every
+ * fault at its own speed.  The kernel keeps the registration while the
+ * client holds its uffd, so the rule holds across our crash: garbage
+ * means intercepted.
+ *
+ * Every switch runs on the main thread, where resets run, so a reset can
+ * never slip between our look at the garbage count and the switch: a
+ * reset turns interception on before it marks a page garbage, and the
+ * switch off looks for no garbage, no reset queued and no page a reset
+ * waits for.  Threads that see the last garbage page go kick the loop.
+ *
+ * Stepping aside: where the daemon cannot keep up (cost.c says no core is
+ * left for it), a worker at a garbage fault drops the region's garbage
+ * from the file (punch: the pages are holes, which read zero, and the
+ * kernel zeroes each on its fault, on the client's thread, with no round
+ * trip) and the loop then stops intercepting.  Pages are held while
+ * punched and marked kept only after, with the range still intercepted,
+ * so no fault meets a page half dropped and a crash leaves garbage.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <linux/falloc.h>
+#include <linux/userfaultfd.h>
+
+#include <fcntl.h>
+
+#include "hpzerod.h"
+
+/* Pages a step aside drops in one punch at most. */
+#define INTERCEPT_DROP_RUN	4096
+
+static int	intercept_policy = INTERCEPT_AUTO;
+static int	intercept_aside_policy = ASIDE_AUTO;
+
+/* [policy] in hpzerod.conf (main thread; SIGHUP too). */
+void
+intercept_configure(const struct conf *c)
+{
+	struct region	*r;
+
+	intercept_policy = c->intercept;
+	intercept_aside_policy = c->step_aside;
+	TAILQ_FOREACH(r, &region_all, all) {
+		if (intercept_policy == INTERCEPT_ALWAYS)
+			(void)intercept_on(r);
+		else
+			intercept_check(r);
+	}
+}
+
+const char *
+intercept_policy_name(int which)
+{
+	if (which == 0)
+		return (intercept_policy == INTERCEPT_ALWAYS ? "always" :
+		    "auto");
+	switch (intercept_aside_policy) {
+	case ASIDE_NEVER:
+		return ("never");
+	case ASIDE_ALWAYS:
+		return ("always");
+	}
+	return ("auto");
+}
+
+/*
+ * Register [addr, addr+len) on uffd for faults (MISSING | MINOR) or for
+ * write-protection alone (no fault trapped).  0 or a negative errno.
+ */
+int
+intercept_register(int uffd, uint64_t addr, uint64_t len, int faults)
+{
+	struct uffdio_register	reg;
+
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = addr;
+	reg.range.len = len;
+	reg.mode = faults ? UFFDIO_REGISTER_MODE_MISSING |
+	    UFFDIO_REGISTER_MODE_MINOR : UFFDIO_REGISTER_MODE_WP;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) == -1)
+		return (-errno);
+	if (faults && (reg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
+		return (-ENOTSUP);
+	return (0);
+}
+
+/* A new region: libhpz registered it for faults. */
+void
+intercept_init(struct region *r)
+{
+	atomic_init(&r->intercepting, 1);
+	atomic_init(&r->aside, ASIDE_NONE);
+}
+
+/* Children's copies of the range follow the parent's (evlock held). */
+static void
+intercept_children(struct region *r)
+{
+	struct ufork	*f;
+	int		 error;
+
+	TAILQ_FOREACH(f, &r->forks, entry) {
+		if (atomic_load(&f->dead))
+			continue;
+		error = intercept_register(f->uffd, atomic_load(&f->addr),
+		    r->len, 1);
+		if (error != 0 && error != -ESRCH && error != -ENOMEM &&
+		    error != -EINVAL)
+			log_warnx("region %llu: a child's range: "
+			    "UFFDIO_REGISTER: %s", (unsigned long long)r->id,
+			    strerror(-error));
+	}
+}
+
+/*
+ * Faults to us from now on (main thread), before garbage is declared.  0,
+ * or a negative errno: then nothing may be declared garbage.
+ */
+int
+intercept_on(struct region *r)
+{
+	int	error;
+
+	/* A new epoch of garbage: the step-aside question is asked again. */
+	atomic_store(&r->aside, ASIDE_NONE);
+	if (atomic_load(&r->intercepting))
+		return (0);
+	if ((error = intercept_register(r->uffd, uffd_region_addr(r), r->len,
+	    1)) != 0) {
+		log_warnx("region %llu: cannot intercept its faults again: "
+		    "UFFDIO_REGISTER: %s", (unsigned long long)r->id,
+		    strerror(-error));
+		return (error);
+	}
+	pthread_mutex_lock(&r->evlock);
+	intercept_children(r);
+	pthread_mutex_unlock(&r->evlock);
+	atomic_store(&r->intercepting, 1);
+	atomic_fetch_add(&stats.intercept_on, 1);
+	return (0);
+}
+
+/* May the region leave its faults to the kernel now?  (Main thread.) */
+static int
+intercept_may_idle(struct region *r)
+{
+	if (!atomic_load(&r->intercepting) || r->idle_refused ||
+	    !r->started || atomic_load(&r->gone) || atomic_load(&r->dying))
+		return (0);
+	/* Read-ahead on faults needs the faults. */
+	if (intercept_policy == INTERCEPT_ALWAYS ||
+	    (r->flags & HPZ_AHEAD_ONFAULT))
+		return (0);
+	return (resolve_garbage(&r->rt) == 0 && TAILQ_EMPTY(&r->resets) &&
+	    resolve_resets_pending(&r->rt) == 0);
+}
+
+/*
+ * No garbage left: leave the range's faults to the kernel (main thread).
+ * Threads blocked on faults we have not answered are woken: they fault
+ * again, to the kernel; what we still hold of them is served as the page
+ * state says (never a clear: nothing is garbage) or woken.
+ */
+void
+intercept_check(struct region *r)
+{
+	int	error;
+
+	if (!intercept_may_idle(r))
+		return;
+	error = intercept_register(r->uffd, uffd_region_addr(r), r->len, 0);
+	if (error != 0) {
+		/* An older kernel: no uffd-wp on shared memory.  Stay. */
+		if (error != -ESRCH && error != -ENOMEM)
+			log_info("region %llu: cannot leave its faults to the "
+			    "kernel (UFFDIO_REGISTER write-protect: %s): "
+			    "they stay ours", (unsigned long long)r->id,
+			    strerror(-error));
+		r->idle_refused = 1;
+		return;
+	}
+	atomic_store(&r->intercepting, 0);
+	atomic_fetch_add(&stats.intercept_off, 1);
+	(void)uffd_wake(r, uffd_region_addr(r), r->len);
+}
+
+/* Punch pages [first, first+n) of the region's file (resolve_drop). */
+static int
+intercept_punch(void *arg, uint64_t first, uint64_t n)
+{
+	struct region	*r = arg;
+
+	if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	    (off_t)(r->offset + first * r->page_size),
+	    (off_t)(n * r->page_size)) == -1)
+		return (-errno);
+	return (0);
+}
+
+/*
+ * Should the daemon keep serving this region's garbage faults?  What the
+ * step_aside setting says, else what the costs and the machine say.
+ */
+static int
+intercept_keep(struct region *r)
+{
+	struct cost	c;
+	long long	avail;
+	int		demand, scrub;
+
+	if (intercept_aside_policy == ASIDE_NEVER ||
+	    intercept_policy == INTERCEPT_ALWAYS ||
+	    (r->flags & HPZ_AHEAD_ONFAULT) || r->idle_refused)
+		return (1);
+	if (intercept_aside_policy == ASIDE_AUTO) {
+		if ((demand = cost_demand()) < 0)
+			return (1);
+		cost_get(&c);
+		scrub = scrub_region_enabled(r);
+		if (cost_keep(&c, r->page_size, scrub, demand, topo_online(),
+		    (int)atomic_load(&stats.faults_inflight), worker_count(),
+		    cost_observed()))
+			return (1);
+	}
+	/*
+	 * A punched huge page is given back to the host and allocated again
+	 * on its fault: not where the host is short of them.
+	 */
+	if (r->fs_magic == HUGETLBFS_MAGIC &&
+	    ((avail = cost_host_avail(r->page_size)) < 0 ||
+	    (uint64_t)avail < resolve_garbage(&r->rt)))
+		return (1);
+	return (0);
+}
+
+/*
+ * A fault on a garbage page (a worker): step aside if we cannot keep up.
+ * The region's garbage nobody holds is dropped here; what others hold is
+ * theirs to finish.  Faults that waited for pages we held go to woken.
+ */
+void
+intercept_fault(struct region *r, struct resolve_waiters *woken)
+{
+	uint64_t	dropped, held = 0, before;
+	int		resets_done = 0, error, expect;
+
+	if (atomic_load(&r->aside) != ASIDE_NONE ||
+	    !atomic_load(&r->intercepting) || intercept_keep(r))
+		return;
+	expect = ASIDE_NONE;
+	if (!atomic_compare_exchange_strong(&r->aside, &expect,
+	    ASIDE_DROPPING))
+		return;
+	before = resolve_garbage(&r->rt);
+	error = resolve_drop(&r->rt, 0, r->npages, INTERCEPT_DROP_RUN,
+	    intercept_punch, r, woken, &resets_done, &dropped, &held);
+	atomic_fetch_add(&stats.steps_aside, 1);
+	atomic_fetch_add(&stats.pages_aside, dropped);
+	atomic_fetch_add(&stats.pages_punched, dropped);
+	log_debug("region %llu: stepped aside: %llu of %llu garbage pages "
+	    "dropped for the kernel to zero on their faults (%llu held)%s",
+	    (unsigned long long)r->id, (unsigned long long)dropped,
+	    (unsigned long long)before, (unsigned long long)held,
+	    error != 0 ? ": the file refused a punch" : "");
+	if (error != 0) {
+		/* Sealed against writes, say: our clears it is, this time. */
+		atomic_store(&r->aside, ASIDE_REFUSED);
+		scrub_add(r, 0);
+	} else if (resolve_garbage(&r->rt) != 0) {
+		/* Held pages left: the scrub finishes what they leave. */
+		atomic_store(&r->aside, ASIDE_NONE);
+		scrub_add(r, 0);
+	}
+	/* The loop leaves the faults to the kernel once none is left. */
+	(void)resets_done;
+	uffd_kick();
+}

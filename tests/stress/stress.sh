@@ -1,0 +1,124 @@
+#!/bin/bash
+# stress.sh - the interception stress test (stress.c): threads reset,
+# touch, punch and remove pages while hpzerod is killed (SIGKILL, at
+# times SIGTERM) every 0.5-2.5 s and started again, each life with
+# another [policy]: step-aside auto, always, never, and intercept always
+# now and then.  HPZ_STRESS_SECONDS (20), HPZ_STRESS_THREADS (4),
+# HPZ_STRESS_SEED, HPZ_STRESS_KEEP=1 keeps the logs, HPZ_STRESS_KILLS=0
+# runs one life, HPZ_STRESS_POLICY gives every life these options.  Exit 77 (skip)
+# when the machine cannot run it.  No timing is asserted.
+set -u
+: "${HPZ_BUILDDIR:?run from make check}"
+B=$HPZ_BUILDDIR
+
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: the stress test needs root (huge page pool, userfaultfd)"
+	exit 77
+fi
+export HPZ_STRESS_SECONDS=${HPZ_STRESS_SECONDS:-20}
+export HPZ_FALLBACK_MS=${HPZ_FALLBACK_MS:-500}
+pages=${HPZ_STRESS_PAGES:-8}
+export HPZ_STRESS_PAGES=$pages
+
+FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+. "$(dirname "$0")/../hugepages.sh"
+hp_alone
+dir=$(mktemp -d /tmp/hpz-stress.XXXXXX)
+dpid=
+spid=
+cleanup() {
+	[ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null
+	[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null &&
+	    wait "$dpid" 2>/dev/null
+	hp_release
+	if [ "${HPZ_STRESS_KEEP:-0}" = 1 ]; then
+		echo "stress: logs kept in $dir"
+	else
+		rm -rf "$dir"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Two regions, and what a step aside punches and the kernel gives back.
+need=$((4 * pages + 8))
+hp_reserve_2m "$need"
+if [ "$(cat $FREE)" -lt "$need" ]; then
+	echo "SKIP: could not reserve $need huge pages of 2 MiB (free $(cat $FREE))"
+	exit 77
+fi
+ulimit -c 0
+
+sock=$dir/hpzerod.sock
+export HPZ_SOCKET=$sock HPZ_STRESS_COUNTS=$dir/counts
+lives=0
+bad=0
+policies=("--step-aside auto" "--step-aside always" "--step-aside never"
+    "--step-aside always --intercept always" "--step-aside always")
+# HPZ_STRESS_POLICY: every life runs with these options instead.
+[ -n "${HPZ_STRESS_POLICY:-}" ] && policies=("$HPZ_STRESS_POLICY")
+kills=${HPZ_STRESS_KILLS:-1}
+
+start_daemon() {
+	local pol=${policies[$((lives % ${#policies[@]}))]}
+	lives=$((lives + 1))
+	echo "$(date +%s.%3N) life $lives: $pol" >> "$dir/events"
+	"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off $pol \
+	    2>"$dir/hpzerod.$lives.log" 8>&- &
+	dpid=$!
+	for _ in $(seq 400); do
+		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.025
+	done
+	echo "stress: hpzerod did not start:"
+	cat "$dir/hpzerod.$lives.log"
+	return 1
+}
+
+start_daemon || exit 1
+"$B/tests/stress/stress" 8>&- &
+spid=$!
+while [ "$kills" != 0 ] && kill -0 "$spid" 2>/dev/null; do
+	sleep "$((RANDOM % 3)).$((RANDOM % 10))"
+	sleep 0.5
+	kill -0 "$spid" 2>/dev/null || break
+	if [ $((RANDOM % 5)) = 0 ]; then sig=TERM; else sig=KILL; fi
+	echo "$(date +%s.%3N) SIG$sig" >> "$dir/events"
+	kill -$sig "$dpid"
+	wait "$dpid" 2>/dev/null
+	st=$?
+	if [ $sig = TERM ] && [ $st != 0 ]; then
+		echo "stress: VIOLATION hpzerod exited with status $st on SIGTERM"
+		bad=1
+	fi
+	dpid=
+	# Now and then longer than the fallback delay: libhpz serves alone.
+	if [ $((RANDOM % 3)) = 0 ]; then sleep 0.8; else sleep 0.1; fi
+	start_daemon || { bad=1; break; }
+done
+wait "$spid"
+src=$?
+spid=
+[ $src != 0 ] && bad=1
+if [ -n "$dpid" ]; then
+	kill -0 "$dpid" 2>/dev/null || { echo "stress: VIOLATION hpzerod died by itself"; bad=1; }
+	kill -TERM "$dpid" 2>/dev/null
+	wait "$dpid"
+	st=$?
+	dpid=
+	[ $st != 0 ] && { echo "stress: VIOLATION hpzerod exited $st on the final SIGTERM"; bad=1; }
+fi
+if grep -lE 'Sanitizer|runtime error' "$dir"/hpzerod.*.log >/dev/null 2>&1; then
+	echo "stress: VIOLATION sanitizer report from hpzerod:"
+	grep -h -A30 -E 'Sanitizer|runtime error' "$dir"/hpzerod.*.log | head -80
+	bad=1
+fi
+echo "--- hpzerod warnings and errors, all lives (count, message) ---"
+cat "$dir"/hpzerod.*.log | grep -E '^<[0-4]>' | sed -E 's/[0-9]+/N/g' |
+    sort | uniq -c | sort -rn | head -12
+[ $bad != 0 ] && cat "$dir/events"
+echo "stress: daemon lives=$lives $(cat "$dir/counts" 2>/dev/null)" \
+    "result=$([ $bad = 0 ] && echo pass || echo FAIL)"
+[ $src = 77 ] && [ $bad = 0 ] && exit 77
+exit $bad
