@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/userfaultfd.h>
 
@@ -750,10 +751,26 @@ uffd_poison(struct region *r, struct ufork *f, uint64_t addr)
  * fault.  Anything else: poison.
  */
 static void
-uffd_failed(struct region *r, struct ufork *f, uint64_t addr, int error)
+uffd_failed(struct region *r, struct ufork *f, uint64_t idx, uint64_t addr,
+    int error)
 {
+	struct stat	st;
+
 	if (error == -ESRCH)
 		return;
+	/*
+	 * Missing from the file again after we put it back: the client
+	 * punched it twice while we mapped (its right: a balloon does).  A
+	 * page inside the file is one the thread may use: wake it, it faults
+	 * again.  Past the end of the file it is the kernel's SIGBUS.  The
+	 * file is hugetlbfs or shmem (checked at register): fstat of it
+	 * cannot block.
+	 */
+	if (error == -EFAULT && fstat(r->fd, &st) == 0 &&
+	    r->offset + (idx + 1) * r->page_size <= (uint64_t)st.st_size) {
+		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
+		return;
+	}
 	/*
 	 * A fault read before the range was left to the kernel: the kernel
 	 * serves it now (and says SIGBUS itself if it must).
@@ -1184,8 +1201,8 @@ uffd_finish(struct uffd_batch *b)
 			resolve_park(&r->rt, &w->park);
 			break;
 		case RESOLVE_FAILED:
-			uffd_failed(r, b->f, b->base + idx * r->page_size,
-			    rs->error);
+			uffd_failed(r, b->f, idx, b->base + idx *
+			    r->page_size, rs->error);
 			uffd_work_end(w);
 			break;
 		case RESOLVE_READY:

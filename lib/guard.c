@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <linux/falloc.h>
 #include <linux/userfaultfd.h>
 
@@ -512,6 +513,7 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 {
 	static int		 warned;
 	struct uffdio_poison	 up;
+	struct stat		 st;
 	struct resolve_table	 t;
 	struct resolve		 rs;
 	enum fault_kind		 kind;
@@ -549,6 +551,12 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 	error = rs.error;
 	if (error == -ESRCH || error == -ENOENT)
 		return;
+	/* Punched again while we mapped it, inside the file: fault again. */
+	if (error == -EFAULT && fstat(lr->fd, &st) == 0 &&
+	    lr->offset + (idx + 1) * lr->page_size <= (uint64_t)st.st_size) {
+		lib_wake(lr, page, lr->page_size);
+		return;
+	}
 	if (!warned++)
 		lib_warn("region %p: cannot serve a fault at 0x%llx: %s",
 		    (void *)lr->addr, (unsigned long long)addr,
