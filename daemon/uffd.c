@@ -145,7 +145,12 @@ uffd_kick(void)
 static void
 uffd_region_release(struct region *r, int warn, const char *why)
 {
-	if (atomic_exchange(&r->gone, 1))
+	/*
+	 * gone is published last: from then on the main thread may free r
+	 * (uffd_main_region), so nothing of r is touched after it.  Two
+	 * threads releasing at once may both log; scrub_remove is idempotent.
+	 */
+	if (atomic_load(&r->gone))
 		return;
 	if (warn)
 		log_warnx("region %llu (pid %d): %s: releasing it",
@@ -154,6 +159,8 @@ uffd_region_release(struct region *r, int warn, const char *why)
 		log_info("region %llu: %s: releasing it",
 		    (unsigned long long)r->id, why);
 	scrub_remove(r);
+	if (atomic_exchange(&r->gone, 1))
+		return;
 	uffd_kick();
 }
 
