@@ -1,7 +1,8 @@
 /*
- * conf.c - hpzerod.conf, an INI file read with libinih into struct conf.
- * Pure: no logging, no globals; the caller reports the error and applies
- * what was read.
+ * conf.c - the settings: one table of keys that hpzerod.conf (an INI file
+ * read with libinih), the command line, the defaults, the range checks
+ * and their messages and the log all come from.  Pure: no logging, no
+ * globals; the caller reports the error and applies what was read.
  */
 #include <errno.h>
 #include <math.h>
@@ -17,113 +18,126 @@
 #include "hpzerod.h"
 #include "size.h"
 
-#define CONF_SPIN_US_MAX	100000
-#define CONF_HOT_SIZE_MAX	(1ULL << 30)
-#define CONF_AHEAD_MIN		(4ULL << 20)
-#define CONF_AHEAD_MAX		(256ULL << 20)
-/*
- * A region costs its state bytes (one a page) in every walk of its state,
- * whatever its pages cost the client: 16M pages is 64 GiB of 4 KiB shmem,
- * 32 TiB of 2 MiB pages; 64M of state a uid, four such regions.  A sparse
- * 1 TiB region of 4 KiB pages (256M pages) is refused.
- */
-#define CONF_REGION_PAGES	(16ULL << 20)
-#define CONF_STATE_BYTES	(64ULL << 20)
-#define CONF_POOL_2M		(1ULL << 30)	/* a node: a 1 GiB region */
-#define CONF_POOL_1G		(1ULL << 30)	/* a node: one page */
-#define CONF_POOL_RESERVE	(2ULL << 30)	/* free for other programs */
+#define CONF_GBS_MAX		1e6	/* GB/s: 1 PB/s is a typo */
+#define CONF_PAGE_2M		(2ULL << 20)
+#define CONF_PAGE_1G		(1ULL << 30)
 
-enum conf_type {
-	CONF_PATH,		/* char[], 1 .. size-1 bytes */
-	CONF_INT,		/* int, min .. max */
-	CONF_BYTES,		/* uint64_t, a size from min to max */
-	CONF_EXTENT,		/* uint64_t, "auto" (0) or min .. max */
-	CONF_BOOL,		/* int, 0 or 1 */
-	CONF_GBS,		/* double, finite, 0 or more */
-	CONF_KERNEL,		/* char[], a clear kernel or "auto" ("") */
-	CONF_HOT_KERNEL,	/* char[], an ordinary-store kernel or "auto" */
-	CONF_ROUTE,		/* int, enum worker_route_mode */
-	CONF_POOL_SIZE,		/* uint64_t[TOPO_NODES_MAX]: "SIZE" for every
-				   node, or "NODE:SIZE,..."; whole pages of
-				   min bytes */
-	CONF_INTERCEPT,		/* int, INTERCEPT_*: auto or always */
-	CONF_ASIDE,		/* int, ASIDE_*: auto, never or always */
+static const char *const conf_routes[] = {
+	[ROUTE_READER] = "reader",
+	[ROUTE_THREAD] = "thread",
+	[ROUTE_HASH] = "hash",
+	NULL
 };
-
-struct conf_key {
-	const char	*section;
-	const char	*name;
-	enum conf_type	 type;
-	size_t		 off;		/* of the field in struct conf */
-	size_t		 size;		/* of the field */
-	uint64_t	 min;
-	uint64_t	 max;
-	const char	*expect;	/* "NAME must be EXPECT, not 'VALUE'" */
+static const char *const conf_intercepts[] = {
+	[INTERCEPT_AUTO] = "auto",
+	[INTERCEPT_ALWAYS] = "always",
+	NULL
+};
+static const char *const conf_asides[] = {
+	[ASIDE_AUTO] = "auto",
+	[ASIDE_NEVER] = "never",
+	[ASIDE_ALWAYS] = "always",
+	NULL
 };
 
 #define CONF_FIELD(f)	offsetof(struct conf, f), \
 			sizeof(((struct conf *)NULL)->f)
+#define CONF_STRMAX(f)	(sizeof(((struct conf *)NULL)->f) - 1)
 
+/*
+ * Every setting, once: section, key, option (and short letter), type,
+ * field, range, words, default as the file writes it, --help's argument
+ * and line, flags.  The defaults are documented in hpzerod.conf(5) and
+ * hpzerod(8).  A region costs its state bytes (one a page) in every walk
+ * of its state, whatever its pages cost the client: 16M pages is 64 GiB
+ * of 4 KiB shmem, 32 TiB of 2 MiB pages; 64M of state a uid, four such
+ * regions.  A sparse 1 TiB region of 4 KiB pages (256M pages) is refused.
+ */
 static const struct conf_key conf_keys[] = {
-	{ "daemon", "socket", CONF_PATH, CONF_FIELD(socket), 1,
-	    sizeof(((struct conf *)NULL)->socket) - 1, NULL },
-	{ "daemon", "workers", CONF_INT, CONF_FIELD(workers), 0,
-	    HPZD_WORKERS_MAX, "a number from 0 to 256" },
-	{ "clear", "kernel", CONF_KERNEL, CONF_FIELD(clear_kernel), 0, 0,
-	    "auto, avx512-nt, avx2-nt, sse2-nt, rep-stosb or memset" },
-	{ "clear", "hot_kernel", CONF_HOT_KERNEL, CONF_FIELD(hot_kernel), 0,
-	    0, "auto, rep-stosb or memset" },
-	{ "clear", "hot_size", CONF_BYTES, CONF_FIELD(hot_size), 0,
-	    CONF_HOT_SIZE_MAX, "a size from 0 to 1G" },
-	{ "clear", "extent", CONF_EXTENT, CONF_FIELD(extent), PLAN_EXTENT_MIN,
-	    PLAN_EXTENT_MAX, "auto or a size from 256K to 64M" },
-	{ "workers", "spin_us", CONF_INT, CONF_FIELD(spin_us), 0,
-	    CONF_SPIN_US_MAX, "a number from 0 to 100000" },
-	{ "workers", "route", CONF_ROUTE, CONF_FIELD(route), 0, 0,
-	    "reader, thread or hash" },
-	{ "workers", "split", CONF_BOOL, CONF_FIELD(split), 0, 1,
-	    "yes or no" },
-	{ "background", "scrub", CONF_BOOL, CONF_FIELD(scrub), 0, 1,
-	    "yes or no" },
-	{ "background", "threads", CONF_INT, CONF_FIELD(scrub_threads), 0,
-	    HPZD_WORKERS_MAX, "a number from 0 to 256" },
-	{ "background", "gbs", CONF_GBS, CONF_FIELD(background_gbs), 0, 0,
-	    "a number of GB/s, 0 or more" },
-	{ "background", "client_gbs", CONF_GBS, CONF_FIELD(client_gbs), 0, 0,
-	    "a number of GB/s, 0 or more" },
-	{ "background", "ahead_min", CONF_BYTES, CONF_FIELD(ahead_min), 0,
-	    UINT64_MAX, "a size such as 4M" },
-	{ "background", "ahead_max", CONF_BYTES, CONF_FIELD(ahead_max), 0,
-	    UINT64_MAX, "a size such as 256M" },
-	{ "limits", "clients", CONF_INT, CONF_FIELD(uid_clients), 0,
-	    HPZD_CLIENTS_MAX, "a number from 0 to 1024" },
-	{ "limits", "regions", CONF_INT, CONF_FIELD(uid_regions), 0,
-	    1000000, "a number from 0 to 1000000" },
-	{ "limits", "bytes", CONF_BYTES, CONF_FIELD(uid_bytes), 0,
-	    UINT64_MAX, "a size such as 64G, or 0" },
-	{ "limits", "state_bytes", CONF_BYTES, CONF_FIELD(uid_state_bytes), 0,
-	    UINT64_MAX, "a size such as 64M, or 0" },
-	{ "limits", "region_pages", CONF_BYTES, CONF_FIELD(region_pages), 0,
-	    UINT64_MAX, "a number of pages such as 16777216 or 16M, or 0" },
-	{ "pool", "enable", CONF_BOOL, CONF_FIELD(pool), 0, 1, "yes or no" },
-	{ "pool", "size_2m", CONF_POOL_SIZE, CONF_FIELD(pool_size[0]),
-	    2ULL << 20, 0, "a multiple of 2M, or NODE:SIZE,... (such as "
-	    "0:1G,1:512M)" },
-	{ "pool", "size_1g", CONF_POOL_SIZE, CONF_FIELD(pool_size[1]),
-	    1ULL << 30, 0, "a multiple of 1G, or NODE:SIZE,... (such as "
-	    "0:1G,1:2G)" },
-	{ "pool", "reserve_2m", CONF_BYTES, CONF_FIELD(pool_reserve[0]), 0,
-	    UINT64_MAX, "a size such as 2G, or 0" },
-	{ "pool", "reserve_1g", CONF_BYTES, CONF_FIELD(pool_reserve[1]), 0,
-	    UINT64_MAX, "a size such as 2G, or 0" },
-	{ "pool", "gbs", CONF_GBS, CONF_FIELD(pool_gbs), 0, 0,
-	    "a number of GB/s, 0 or more" },
-	{ "pool", "uid_bytes", CONF_BYTES, CONF_FIELD(pool_uid_bytes), 0,
-	    UINT64_MAX, "a size such as 8G, or 0" },
-	{ "policy", "intercept", CONF_INTERCEPT, CONF_FIELD(intercept), 0, 0,
-	    "auto or always" },
-	{ "policy", "step_aside", CONF_ASIDE, CONF_FIELD(step_aside), 0, 0,
-	    "auto, never or always" },
+	{ "daemon", "socket", "socket", 's', CONF_PATH, CONF_FIELD(socket),
+	    1, CONF_STRMAX(socket), NULL, HPZ_SOCKET_DEFAULT, "PATH",
+	    "listen on PATH, unless systemd passes a socket", 0 },
+	{ "daemon", "workers", "workers", 'w', CONF_INT, CONF_FIELD(workers),
+	    0, HPZD_WORKERS_MAX, NULL, "0", "N",
+	    "worker threads (0, in the file: one per online CPU)",
+	    CONF_OPT_NOZERO },
+	{ "clear", "kernel", "clear-kernel", 'k', CONF_KERNEL,
+	    CONF_FIELD(clear_kernel), 0, 0, NULL, "auto", "K",
+	    "bulk clear kernel (auto: the fastest measured at start)", 0 },
+	{ "clear", "hot_kernel", "hot-kernel", 'K', CONF_HOT_KERNEL,
+	    CONF_FIELD(hot_kernel), 0, 0, NULL, "auto", "K",
+	    "kernel for the faulting neighbourhood", 0 },
+	{ "clear", "hot_size", "hot-size", 'H', CONF_BYTES,
+	    CONF_FIELD(hot_size), 0, 1ULL << 30, NULL, "64K", "BYTES",
+	    "neighbourhood of the faulting 4 KiB, cleared last", 0 },
+	{ "clear", "extent", "extent", 'e', CONF_EXTENT, CONF_FIELD(extent),
+	    PLAN_EXTENT_MIN, PLAN_EXTENT_MAX, NULL, "auto", "BYTES",
+	    "largest clear extent (auto: the LLC share of one CPU)", 0 },
+	{ "workers", "spin_us", "spin-us", 'p', CONF_INT, CONF_FIELD(spin_us),
+	    0, 100000, NULL, "50", "N",
+	    "most microseconds an idle worker spins", 0 },
+	{ "workers", "route", "route", 'r', CONF_WORD, CONF_FIELD(route), 0, 0,
+	    conf_routes, "reader", "MODE", "which worker takes a fault", 0 },
+	{ "workers", "split", "split", 'S', CONF_BOOL, CONF_FIELD(split), 0, 1,
+	    NULL, "yes", "on|off",
+	    "share a page's clear with workers already spinning", 0 },
+	{ "background", "scrub", "scrub", 'U', CONF_BOOL, CONF_FIELD(scrub),
+	    0, 1, NULL, "yes", "on|off", "clear garbage in the background",
+	    CONF_RELOAD },
+	{ "background", "threads", NULL, 0, CONF_INT,
+	    CONF_FIELD(scrub_threads), 0, HPZD_WORKERS_MAX, NULL, "0", NULL,
+	    NULL, 0 },
+	{ "background", "gbs", "background-gbs", 'B', CONF_GBS,
+	    CONF_FIELD(background_gbs), 0, CONF_GBS_MAX, NULL, "0", "G",
+	    "background budget in all", CONF_RELOAD | CONF_UNLIMITED },
+	{ "background", "client_gbs", "client-gbs", 'C', CONF_GBS,
+	    CONF_FIELD(client_gbs), 0, CONF_GBS_MAX, NULL, "0", "G",
+	    "background budget a client", CONF_RELOAD | CONF_UNLIMITED },
+	{ "background", "ahead_min", NULL, 0, CONF_BYTES,
+	    CONF_FIELD(ahead_min), 0, UINT64_MAX, NULL, "4M", NULL, NULL,
+	    CONF_RELOAD },
+	{ "background", "ahead_max", NULL, 0, CONF_BYTES,
+	    CONF_FIELD(ahead_max), 0, UINT64_MAX, NULL, "256M", NULL, NULL,
+	    CONF_RELOAD },
+	{ "limits", "clients", NULL, 0, CONF_INT, CONF_FIELD(uid_clients), 0,
+	    HPZD_CLIENTS_MAX, NULL, "64", NULL, NULL,
+	    CONF_RELOAD | CONF_UNLIMITED },
+	{ "limits", "regions", NULL, 0, CONF_INT, CONF_FIELD(uid_regions), 0,
+	    1000000, NULL, "4096", NULL, NULL, CONF_RELOAD | CONF_UNLIMITED },
+	{ "limits", "bytes", NULL, 0, CONF_BYTES, CONF_FIELD(uid_bytes), 0,
+	    UINT64_MAX, NULL, "0", NULL, NULL, CONF_RELOAD | CONF_UNLIMITED },
+	{ "limits", "state_bytes", NULL, 0, CONF_BYTES,
+	    CONF_FIELD(uid_state_bytes), 0, UINT64_MAX, NULL, "64M", NULL,
+	    NULL, CONF_RELOAD | CONF_UNLIMITED },
+	{ "limits", "region_pages", NULL, 0, CONF_PAGES,
+	    CONF_FIELD(region_pages), 0, UINT64_MAX, NULL, "16M", NULL, NULL,
+	    CONF_RELOAD | CONF_UNLIMITED },
+	{ "pool", "enable", "pool", 'P', CONF_BOOL, CONF_FIELD(pool), 0, 1,
+	    NULL, "yes", "on|off", "keep a pre-zeroed pool of huge pages",
+	    CONF_RELOAD },
+	{ "pool", "size_2m", NULL, 0, CONF_POOL_SIZE, CONF_FIELD(pool_size[0]),
+	    CONF_PAGE_2M, 0, NULL, "1G", NULL, NULL, CONF_RELOAD },
+	{ "pool", "size_1g", NULL, 0, CONF_POOL_SIZE, CONF_FIELD(pool_size[1]),
+	    CONF_PAGE_1G, 0, NULL, "1G", NULL, NULL, CONF_RELOAD },
+	{ "pool", "reserve_2m", NULL, 0, CONF_BYTES,
+	    CONF_FIELD(pool_reserve[0]), 0, UINT64_MAX, NULL, "2G", NULL, NULL,
+	    CONF_RELOAD },
+	{ "pool", "reserve_1g", NULL, 0, CONF_BYTES,
+	    CONF_FIELD(pool_reserve[1]), 0, UINT64_MAX, NULL, "2G", NULL, NULL,
+	    CONF_RELOAD },
+	{ "pool", "gbs", NULL, 0, CONF_GBS, CONF_FIELD(pool_gbs), 0,
+	    CONF_GBS_MAX, NULL, "0", NULL, NULL, CONF_RELOAD | CONF_UNLIMITED },
+	{ "pool", "uid_bytes", NULL, 0, CONF_BYTES, CONF_FIELD(pool_uid_bytes),
+	    0, UINT64_MAX, NULL, "0", NULL, NULL,
+	    CONF_RELOAD | CONF_UNLIMITED },
+	{ "policy", "intercept", "intercept", 'I', CONF_WORD,
+	    CONF_FIELD(intercept), 0, 0, conf_intercepts, "auto", "auto|always",
+	    "trap a range's faults only while it holds garbage, or always",
+	    CONF_RELOAD },
+	{ "policy", "step_aside", "step-aside", 'A', CONF_WORD,
+	    CONF_FIELD(step_aside), 0, 0, conf_asides, "auto",
+	    "auto|never|always",
+	    "leave garbage to the kernel when we cannot keep up", CONF_RELOAD },
 };
 #define CONF_NKEYS	(sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -156,44 +170,37 @@ conf_fail(struct conf_parse *p, const char *fmt, ...)
 	return (0);
 }
 
-/* The defaults, as documented in hpzerod.conf(5) and hpzerod(8). */
+/* The i-th key of the table, NULL past the last. */
+const struct conf_key *
+conf_key_at(size_t i)
+{
+	return (i < CONF_NKEYS ? &conf_keys[i] : NULL);
+}
+
+const struct conf_key *
+conf_key_find(const char *section, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < CONF_NKEYS; i++)
+		if (strcmp(conf_keys[i].section, section) == 0 &&
+		    strcmp(conf_keys[i].name, name) == 0)
+			return (&conf_keys[i]);
+	return (NULL);
+}
+
+/* The defaults: each key's, read as the file would. */
 void
 conf_defaults(struct conf *c)
 {
-	int	i;
+	char	why[256];
+	size_t	i;
 
 	memset(c, 0, sizeof(*c));
-	snprintf(c->socket, sizeof(c->socket), "%s", HPZ_SOCKET_DEFAULT);
-	c->workers = 0;
-	c->clear_kernel[0] = '\0';
-	c->hot_kernel[0] = '\0';
-	c->hot_size = PLAN_HOT_DEFAULT;
-	c->extent = 0;
-	c->spin_us = 50;
-	c->route = ROUTE_READER;
-	c->split = 1;
-	c->scrub = 1;
-	c->scrub_threads = 0;
-	c->background_gbs = 0;
-	c->client_gbs = 0;
-	c->ahead_min = CONF_AHEAD_MIN;
-	c->ahead_max = CONF_AHEAD_MAX;
-	c->uid_clients = 64;
-	c->uid_regions = 4096;
-	c->uid_bytes = 0;
-	c->uid_state_bytes = CONF_STATE_BYTES;
-	c->region_pages = CONF_REGION_PAGES;
-	c->pool = 1;
-	for (i = 0; i < TOPO_NODES_MAX; i++) {
-		c->pool_size[0][i] = CONF_POOL_2M;
-		c->pool_size[1][i] = CONF_POOL_1G;
-	}
-	c->pool_reserve[0] = CONF_POOL_RESERVE;
-	c->pool_reserve[1] = CONF_POOL_RESERVE;
-	c->pool_gbs = 0;
-	c->pool_uid_bytes = 0;
-	c->intercept = INTERCEPT_AUTO;
-	c->step_aside = ASIDE_AUTO;
+	for (i = 0; i < CONF_NKEYS; i++)
+		if (conf_set(c, &conf_keys[i], conf_keys[i].def, 0, why,
+		    sizeof(why)) == -1)
+			abort();	/* the table is wrong: test-conf says */
 }
 
 /* A byte count: decimal digits, then K, M, G or T (either case) or none. */
@@ -268,7 +275,7 @@ conf_parse_kernel(const char *s, int hot, char *out, size_t size)
 	const struct clear_kernel	*k;
 
 	if (strcmp(s, "auto") == 0) {
-		out[0] = '\0';
+		memset(out, 0, size);
 		return (0);
 	}
 	if ((k = clear_kernel_by_name(s)) == NULL || strlen(k->name) >= size)
@@ -276,7 +283,8 @@ conf_parse_kernel(const char *s, int hot, char *out, size_t size)
 	/* The hot kernel must leave the neighbourhood in the cache. */
 	if (hot && k->nontemporal)
 		return (-1);
-	snprintf(out, size, "%s", k->name);
+	memset(out, 0, size);
+	memcpy(out, k->name, strlen(k->name));
 	return (0);
 }
 
@@ -323,50 +331,167 @@ conf_parse_pool_size(const char *s, uint64_t page, uint64_t *out)
 	return (0);
 }
 
-/* Set one key of the copy, or say why its value is refused. */
-static int
-conf_set(struct conf_parse *p, const struct conf_key *k, const char *value)
+/* "8M" rather than 8388608: how sizes are written back and in messages. */
+static void
+conf_format_bytes(uint64_t v, char *buf, size_t len)
 {
-	char		*field = (char *)&p->c + k->off;
-	uint64_t	 u;
-	double		 d;
-	int		 b;
+	static const char	 suffix[] = "KMGT";
+	int			 i;
 
+	for (i = 4; i > 0; i--) {
+		if (v != 0 && v % (1ULL << (10 * i)) == 0) {
+			snprintf(buf, len, "%llu%c",
+			    (unsigned long long)(v >> (10 * i)), suffix[i - 1]);
+			return;
+		}
+	}
+	snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+/* "a, b or c" of a NULL-terminated list, after prefix. */
+static void
+conf_format_words(const char *prefix, const char *const *words, char *buf,
+    size_t len)
+{
+	size_t	i, used;
+
+	snprintf(buf, len, "%s", prefix);
+	for (i = 0; words[i] != NULL; i++) {
+		used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", i == 0 ? "" :
+		    words[i + 1] == NULL ? " or " : ", ", words[i]);
+	}
+}
+
+/* The clear kernels a key takes, "auto" first. */
+static void
+conf_format_kernels(int hot, char *buf, size_t len)
+{
+	const char	*names[CLEAR_NKINDS + 2];
+	size_t		 n = 0;
+	int		 i;
+
+	names[n++] = "auto";
+	for (i = 0; i < CLEAR_NKINDS; i++)
+		if (!hot || !clear_kernel(i)->nontemporal)
+			names[n++] = clear_kernel(i)->name;
+	names[n] = NULL;
+	conf_format_words("", names, buf, len);
+}
+
+/*
+ * What k takes, for "NAME must be EXPECT, not 'VALUE'", written from its
+ * type and range: the one place a range is spelled out.
+ */
+void
+conf_expect(const struct conf_key *k, int option, char *buf, size_t len)
+{
+	char		 lo[32], hi[32];
+	const char	*zero = k->flags & CONF_UNLIMITED ? " (0: no limit)" : "";
+	uint64_t	 min = k->min;
+
+	if (option && (k->flags & CONF_OPT_NOZERO) && min == 0)
+		min = 1;
+	conf_format_bytes(min, lo, sizeof(lo));
+	conf_format_bytes(k->max, hi, sizeof(hi));
 	switch (k->type) {
 	case CONF_PATH:
-		if (strlen(value) < k->min || strlen(value) > k->max)
-			return (conf_fail(p, "%s must be a path of %llu to "
-			    "%llu bytes, not '%s'", k->name,
-			    (unsigned long long)k->min,
-			    (unsigned long long)k->max, value));
-		memcpy(field, value, strlen(value) + 1);
+		snprintf(buf, len, "a path of %llu to %llu bytes",
+		    (unsigned long long)min, (unsigned long long)k->max);
 		break;
 	case CONF_INT:
-		if (conf_parse_uint(value, k->max, &u) == -1 || u < k->min)
+		snprintf(buf, len, "a number from %llu to %llu%s",
+		    (unsigned long long)min, (unsigned long long)k->max, zero);
+		break;
+	case CONF_BYTES:
+		if (k->max == UINT64_MAX)
+			snprintf(buf, len, "a size such as 64K, 2M or 1G%s",
+			    zero);
+		else
+			snprintf(buf, len, "a size from %s to %s%s", lo, hi,
+			    zero);
+		break;
+	case CONF_PAGES:
+		snprintf(buf, len, "a number of pages such as 4096 or 16M%s",
+		    zero);
+		break;
+	case CONF_EXTENT:
+		snprintf(buf, len, "auto or a size from %s to %s", lo, hi);
+		break;
+	case CONF_BOOL:
+		snprintf(buf, len, "%s", option ? "on or off" : "yes or no");
+		break;
+	case CONF_GBS:
+		snprintf(buf, len, "a number of GB/s from %llu to %llu%s",
+		    (unsigned long long)min, (unsigned long long)k->max, zero);
+		break;
+	case CONF_KERNEL:
+	case CONF_HOT_KERNEL:
+		conf_format_kernels(k->type == CONF_HOT_KERNEL, buf, len);
+		break;
+	case CONF_WORD:
+		conf_format_words("", k->words, buf, len);
+		break;
+	case CONF_POOL_SIZE:
+		snprintf(buf, len, "a multiple of %s, or NODE:SIZE,... (such as "
+		    "0:1G,1:2G)", lo);
+		break;
+	}
+}
+
+/*
+ * Set k in c from value, as the file writes it or (option) as the command
+ * line does; -1 and why, naming the key or option and what it takes.
+ */
+int
+conf_set(struct conf *c, const struct conf_key *k, const char *value,
+    int option, char *why, size_t whylen)
+{
+	char		*field = (char *)c + k->off;
+	char		 expect[160];
+	uint64_t	 u, min = k->min;
+	double		 d;
+	int		 b, i;
+
+	if (option && (k->flags & CONF_OPT_NOZERO) && min == 0)
+		min = 1;
+	switch (k->type) {
+	case CONF_PATH:
+		if (strlen(value) < min || strlen(value) > k->max)
+			goto bad;
+		memset(field, 0, k->size);
+		memcpy(field, value, strlen(value));
+		break;
+	case CONF_INT:
+		if (conf_parse_uint(value, k->max, &u) == -1 || u < min)
 			goto bad;
 		*(int *)field = (int)u;
 		break;
 	case CONF_BYTES:
-		if (conf_parse_bytes(value, &u) == -1 || u < k->min ||
-		    u > k->max)
+	case CONF_PAGES:
+		if (conf_parse_bytes(value, &u) == -1 || u < min || u > k->max)
 			goto bad;
 		*(uint64_t *)field = u;
 		break;
 	case CONF_EXTENT:
 		if (strcmp(value, "auto") == 0)
 			u = 0;
-		else if (conf_parse_bytes(value, &u) == -1 || u < k->min ||
+		else if (conf_parse_bytes(value, &u) == -1 || u < min ||
 		    u > k->max)
 			goto bad;
 		*(uint64_t *)field = u;
 		break;
 	case CONF_BOOL:
+		if (option && strcmp(value, "on") != 0 &&
+		    strcmp(value, "off") != 0)
+			goto bad;
 		if (conf_parse_bool(value, &b) == -1)
 			goto bad;
 		*(int *)field = b;
 		break;
 	case CONF_GBS:
-		if (conf_parse_gbs(value, &d) == -1)
+		if (conf_parse_gbs(value, &d) == -1 || d < (double)min ||
+		    d > (double)k->max)
 			goto bad;
 		*(double *)field = d;
 		break;
@@ -376,44 +501,192 @@ conf_set(struct conf_parse *p, const struct conf_key *k, const char *value)
 		    field, k->size) == -1)
 			goto bad;
 		break;
-	case CONF_ROUTE:
-		if (strcmp(value, "reader") == 0)
-			*(int *)field = ROUTE_READER;
-		else if (strcmp(value, "thread") == 0)
-			*(int *)field = ROUTE_THREAD;
-		else if (strcmp(value, "hash") == 0)
-			*(int *)field = ROUTE_HASH;
-		else
+	case CONF_WORD:
+		for (i = 0; k->words[i] != NULL; i++)
+			if (strcmp(value, k->words[i]) == 0)
+				break;
+		if (k->words[i] == NULL)
 			goto bad;
+		*(int *)field = i;
 		break;
 	case CONF_POOL_SIZE:
 		if (conf_parse_pool_size(value, k->min, (uint64_t *)field) ==
 		    -1)
 			goto bad;
 		break;
-	case CONF_INTERCEPT:
-		if (strcmp(value, "auto") == 0)
-			*(int *)field = INTERCEPT_AUTO;
-		else if (strcmp(value, "always") == 0)
-			*(int *)field = INTERCEPT_ALWAYS;
-		else
-			goto bad;
+	}
+	return (0);
+bad:
+	conf_expect(k, option, expect, sizeof(expect));
+	snprintf(why, whylen, "%s%s must be %s, not '%s'", option ? "--" : "",
+	    option ? k->option : k->name, expect, value);
+	return (-1);
+}
+
+/* A rate as short as it reads back exactly. */
+static void
+conf_format_gbs(double v, char *buf, size_t len)
+{
+	int	prec;
+
+	for (prec = 1; prec < 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+	snprintf(buf, len, "%.17g", v);
+}
+
+/* A pool size as the file writes it: one size, or NODE:SIZE of some. */
+static void
+conf_format_pool_size(const uint64_t *v, char *buf, size_t len)
+{
+	char	one[32];
+	size_t	used;
+	int	i, same = 1;
+
+	for (i = 1; i < TOPO_NODES_MAX; i++)
+		if (v[i] != v[0])
+			same = 0;
+	if (same) {
+		conf_format_bytes(v[0], buf, len);
+		return;
+	}
+	buf[0] = '\0';
+	for (i = 0; i < TOPO_NODES_MAX; i++) {
+		if (v[i] == 0)
+			continue;
+		conf_format_bytes(v[i], one, sizeof(one));
+		used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%d:%s", used == 0 ? "" : ",",
+		    i, one);
+	}
+}
+
+/* k's value in c, as the file writes it: conf_set reads it back. */
+void
+conf_format(const struct conf *c, const struct conf_key *k, char *buf,
+    size_t len)
+{
+	const char	*field = (const char *)c + k->off;
+	uint64_t	 u;
+	int		 i;
+
+	switch (k->type) {
+	case CONF_PATH:
+		snprintf(buf, len, "%.*s", (int)k->size, field);
 		break;
-	case CONF_ASIDE:
-		if (strcmp(value, "auto") == 0)
-			*(int *)field = ASIDE_AUTO;
-		else if (strcmp(value, "never") == 0)
-			*(int *)field = ASIDE_NEVER;
-		else if (strcmp(value, "always") == 0)
-			*(int *)field = ASIDE_ALWAYS;
+	case CONF_INT:
+		snprintf(buf, len, "%d", *(const int *)field);
+		break;
+	case CONF_BYTES:
+	case CONF_PAGES:
+	case CONF_EXTENT:
+		memcpy(&u, field, sizeof(u));
+		if (k->type == CONF_EXTENT && u == 0)
+			snprintf(buf, len, "auto");
 		else
-			goto bad;
+			conf_format_bytes(u, buf, len);
+		break;
+	case CONF_BOOL:
+		snprintf(buf, len, "%s", *(const int *)field ? "yes" : "no");
+		break;
+	case CONF_GBS:
+		conf_format_gbs(*(const double *)field, buf, len);
+		break;
+	case CONF_KERNEL:
+	case CONF_HOT_KERNEL:
+		snprintf(buf, len, "%.*s", (int)k->size, *field != '\0' ?
+		    field : "auto");
+		break;
+	case CONF_WORD:
+		i = *(const int *)field;
+		snprintf(buf, len, "%s", i >= 0 && k->words[i] != NULL ?
+		    k->words[i] : "?");
+		break;
+	case CONF_POOL_SIZE:
+		conf_format_pool_size((const uint64_t *)field, buf, len);
 		break;
 	}
-	return (1);
-bad:
-	return (conf_fail(p, "%s must be %s, not '%s'", k->name, k->expect,
-	    value));
+}
+
+/*
+ * The keys SIGHUP cannot change that differ between a and b, named in
+ * names ("[clear] extent, [workers] route"); how many.
+ */
+int
+conf_restart_diff(const struct conf *a, const struct conf *b, char *names,
+    size_t len)
+{
+	const struct conf_key	*k;
+	size_t			 i, used;
+	int			 n = 0;
+
+	if (len > 0)
+		names[0] = '\0';
+	for (i = 0; i < CONF_NKEYS; i++) {
+		k = &conf_keys[i];
+		if ((k->flags & CONF_RELOAD) || memcmp((const char *)a +
+		    k->off, (const char *)b + k->off, k->size) == 0)
+			continue;
+		used = strlen(names);
+		snprintf(names + used, len - used, "%s[%s] %s", n == 0 ? "" :
+		    ", ", k->section, k->name);
+		n++;
+	}
+	return (n);
+}
+
+/* Take into running the keys of next that SIGHUP changes. */
+void
+conf_reload(struct conf *running, const struct conf *next)
+{
+	size_t	i;
+
+	for (i = 0; i < CONF_NKEYS; i++)
+		if (conf_keys[i].flags & CONF_RELOAD)
+			memcpy((char *)running + conf_keys[i].off,
+			    (const char *)next + conf_keys[i].off,
+			    conf_keys[i].size);
+}
+
+/*
+ * One section as "key=value ..." (only what SIGHUP changes if reload_only),
+ * for the log; NULL if it has no such key.
+ */
+const char *
+conf_text(const struct conf *c, const char *section, int reload_only,
+    char *buf, size_t len)
+{
+	char	value[256];
+	size_t	i, used;
+	int	n = 0;
+
+	if (len > 0)
+		buf[0] = '\0';
+	for (i = 0; i < CONF_NKEYS; i++) {
+		if (strcmp(conf_keys[i].section, section) != 0 ||
+		    (reload_only && !(conf_keys[i].flags & CONF_RELOAD)))
+			continue;
+		conf_format(c, &conf_keys[i], value, sizeof(value));
+		used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s=%s", n++ == 0 ? "" : " ",
+		    conf_keys[i].name, value);
+	}
+	return (n > 0 ? buf : NULL);
+}
+
+/* What the workers run with, from the settings. */
+void
+conf_worker(const struct conf *c, int nworkers, struct worker_config *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->nworkers = nworkers;
+	w->spin_us = c->spin_us;
+	w->route = (enum worker_route_mode)c->route;
+	w->hot_size = c->hot_size;
+	w->extent_max = c->extent;
+	w->split = c->split;
 }
 
 /* inih's handler: one key = value line of the file. */
@@ -422,6 +695,8 @@ conf_handler(void *arg, const char *section, const char *name,
     const char *value)
 {
 	struct conf_parse	*p = arg;
+	const struct conf_key	*k;
+	char			 why[sizeof(p->reason)];
 	size_t			 i;
 	int			 known = 0;
 
@@ -432,17 +707,17 @@ conf_handler(void *arg, const char *section, const char *name,
 		return (1);		/* a new section */
 	if (value == NULL)
 		return (conf_fail(p, "key '%s' has no value", name));
-	for (i = 0; i < CONF_NKEYS; i++) {
-		if (strcmp(conf_keys[i].section, section) != 0)
-			continue;
-		known = 1;
-		if (strcmp(conf_keys[i].name, name) != 0)
-			continue;
+	if ((k = conf_key_find(section, name)) != NULL) {
 		if (strcmp(name, "ahead_min") == 0 ||
 		    strcmp(name, "ahead_max") == 0)
 			p->ahead_line = p->line;
-		return (conf_set(p, &conf_keys[i], value));
+		if (conf_set(&p->c, k, value, 0, why, sizeof(why)) == -1)
+			return (conf_fail(p, "%s", why));
+		return (1);
 	}
+	for (i = 0; i < CONF_NKEYS; i++)
+		if (strcmp(conf_keys[i].section, section) == 0)
+			known = 1;
 	if (*section == '\0')
 		return (conf_fail(p, "key '%s' is outside any section", name));
 	if (!known)
@@ -490,23 +765,6 @@ conf_read_line(char *str, int num, void *arg)
 	}
 	memmove(str, str + skip, len - skip + 1);
 	return (str);
-}
-
-/* "8M" rather than 8388608, in the messages about sizes. */
-static void
-conf_format_bytes(uint64_t v, char *buf, size_t len)
-{
-	static const char	 suffix[] = "KMGT";
-	int			 i;
-
-	for (i = 4; i > 0; i--) {
-		if (v != 0 && v % (1ULL << (10 * i)) == 0) {
-			snprintf(buf, len, "%llu%c",
-			    (unsigned long long)(v >> (10 * i)), suffix[i - 1]);
-			return;
-		}
-	}
-	snprintf(buf, len, "%llu", (unsigned long long)v);
 }
 
 /* Read path on top of *c; *c changes only if the whole file is good. */
