@@ -59,11 +59,11 @@ static const struct conf_key conf_keys[] = {
 	    "listen on PATH, unless systemd passes a socket", 0 },
 	{ "daemon", "workers", "workers", 'w', CONF_INT, CONF_FIELD(workers),
 	    0, HPZD_WORKERS_MAX, NULL, "0", "N",
-	    "worker threads (0, in the file: one per online CPU)",
+	    "worker threads (0, in the file: one a CPU)",
 	    CONF_OPT_NOZERO },
 	{ "clear", "kernel", "clear-kernel", 'k', CONF_KERNEL,
 	    CONF_FIELD(clear_kernel), 0, 0, NULL, "auto", "K",
-	    "bulk clear kernel (auto: the fastest measured at start)", 0 },
+	    "bulk clear kernel (auto: the fastest at start)", 0 },
 	{ "clear", "hot_kernel", "hot-kernel", 'K', CONF_HOT_KERNEL,
 	    CONF_FIELD(hot_kernel), 0, 0, NULL, "auto", "K",
 	    "kernel for the faulting neighbourhood", 0 },
@@ -72,7 +72,7 @@ static const struct conf_key conf_keys[] = {
 	    "neighbourhood of the faulting 4 KiB, cleared last", 0 },
 	{ "clear", "extent", "extent", 'e', CONF_EXTENT, CONF_FIELD(extent),
 	    PLAN_EXTENT_MIN, PLAN_EXTENT_MAX, NULL, "auto", "BYTES",
-	    "largest clear extent (auto: the LLC share of one CPU)", 0 },
+	    "largest clear extent (auto: a CPU's LLC share)", 0 },
 	{ "workers", "spin_us", "spin-us", 'p', CONF_INT, CONF_FIELD(spin_us),
 	    0, 100000, NULL, "50", "N",
 	    "most microseconds an idle worker spins", 0 },
@@ -112,7 +112,7 @@ static const struct conf_key conf_keys[] = {
 	{ "limits", "region_pages", NULL, 0, CONF_PAGES,
 	    CONF_FIELD(region_pages), 0, UINT64_MAX, NULL, "16M", NULL, NULL,
 	    CONF_RELOAD | CONF_UNLIMITED },
-	{ "pool", "enable", "pool", 'P', CONF_BOOL, CONF_FIELD(pool), 0, 1,
+	{ "pool", "enable", "pool", 0, CONF_BOOL, CONF_FIELD(pool), 0, 1,
 	    NULL, "yes", "on|off", "keep a pre-zeroed pool of huge pages",
 	    CONF_RELOAD },
 	{ "pool", "size_2m", NULL, 0, CONF_POOL_SIZE, CONF_FIELD(pool_size[0]),
@@ -130,11 +130,11 @@ static const struct conf_key conf_keys[] = {
 	{ "pool", "uid_bytes", NULL, 0, CONF_BYTES, CONF_FIELD(pool_uid_bytes),
 	    0, UINT64_MAX, NULL, "0", NULL, NULL,
 	    CONF_RELOAD | CONF_UNLIMITED },
-	{ "policy", "intercept", "intercept", 'I', CONF_WORD,
+	{ "policy", "intercept", "intercept", 0, CONF_WORD,
 	    CONF_FIELD(intercept), 0, 0, conf_intercepts, "auto", "auto|always",
-	    "trap a range's faults only while it holds garbage, or always",
+	    "trap faults only while a range holds garbage",
 	    CONF_RELOAD },
-	{ "policy", "step_aside", "step-aside", 'A', CONF_WORD,
+	{ "policy", "step_aside", "step-aside", 0, CONF_WORD,
 	    CONF_FIELD(step_aside), 0, 0, conf_asides, "auto",
 	    "auto|never|always",
 	    "leave garbage to the kernel when we cannot keep up", CONF_RELOAD },
@@ -610,6 +610,19 @@ conf_format(const struct conf *c, const struct conf_key *k, char *buf,
 	}
 }
 
+/* Whether a and b hold the same value of k (a string up to its NUL). */
+int
+conf_same(const struct conf *a, const struct conf *b, const struct conf_key *k)
+{
+	const char	*fa = (const char *)a + k->off;
+	const char	*fb = (const char *)b + k->off;
+
+	if (k->type == CONF_PATH || k->type == CONF_KERNEL ||
+	    k->type == CONF_HOT_KERNEL)
+		return (strncmp(fa, fb, k->size) == 0);
+	return (memcmp(fa, fb, k->size) == 0);
+}
+
 /*
  * The keys SIGHUP cannot change that differ between a and b, named in
  * names ("[clear] extent, [workers] route"); how many.
@@ -626,8 +639,7 @@ conf_restart_diff(const struct conf *a, const struct conf *b, char *names,
 		names[0] = '\0';
 	for (i = 0; i < CONF_NKEYS; i++) {
 		k = &conf_keys[i];
-		if ((k->flags & CONF_RELOAD) || memcmp((const char *)a +
-		    k->off, (const char *)b + k->off, k->size) == 0)
+		if ((k->flags & CONF_RELOAD) || conf_same(a, b, k))
 			continue;
 		used = strlen(names);
 		snprintf(names + used, len - used, "%s[%s] %s", n == 0 ? "" :

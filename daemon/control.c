@@ -25,8 +25,8 @@
 struct clients		 control_clients = TAILQ_HEAD_INITIALIZER(control_clients);
 static struct event	*control_ev;
 /* [limits] in force; 0: unlimited (region_pages lives in region.c). */
-static int		 control_uid_clients = 64;
-static int		 control_uid_regions = 4096;
+static int		 control_uid_clients;
+static int		 control_uid_regions;
 static uint64_t		 control_uid_bytes;
 static uint64_t		 control_uid_state_bytes;
 static int		 control_fd = -1;

@@ -15,7 +15,7 @@
 #include "hpzerod.h"
 
 #define HPZD_STATUS_INTERVAL	5	/* seconds between STATUS= updates */
-#define HPZD_OPTSTRING		"c:s:w:k:K:H:e:p:r:S:B:C:U:dVh"
+#define HPZD_OPT_KEY		256	/* getopt's value for key i: this + i */
 
 #ifndef HPZD_CONFIG_DEFAULT
 #define HPZD_CONFIG_DEFAULT	"/etc/hpzerod.conf"
@@ -26,64 +26,90 @@ static char		**hpzd_argv;
 static const char	*hpzd_config;	/* NULL: the default, may be absent */
 static struct conf	 hpzd_conf;	/* what runs */
 
-static const struct option hpzd_options[] = {
-	{ "socket",	required_argument,	NULL, 's' },
-	{ "workers",	required_argument,	NULL, 'w' },
-	{ "clear-kernel", required_argument,	NULL, 'k' },
-	{ "hot-kernel",	required_argument,	NULL, 'K' },
-	{ "hot-size",	required_argument,	NULL, 'H' },
-	{ "extent",	required_argument,	NULL, 'e' },
-	{ "spin-us",	required_argument,	NULL, 'p' },
-	{ "route",	required_argument,	NULL, 'r' },
-	{ "split",	required_argument,	NULL, 'S' },
+/* The options that are no key of the settings, then one a key (conf.c). */
+static const struct option hpzd_own_options[] = {
 	{ "config",	required_argument,	NULL, 'c' },
-	{ "background-gbs", required_argument,	NULL, 'B' },
-	{ "client-gbs",	required_argument,	NULL, 'C' },
-	{ "scrub",	required_argument,	NULL, 'U' },
-	{ "pool",	required_argument,	NULL, 'P' },
-	{ "intercept",	required_argument,	NULL, 'I' },
-	{ "step-aside",	required_argument,	NULL, 'A' },
 	{ "debug",	no_argument,		NULL, 'd' },
 	{ "version",	no_argument,		NULL, 'V' },
 	{ "help",	no_argument,		NULL, 'h' },
-	{ NULL,		0,			NULL, 0 }
 };
+#define HPZD_NOWN	(sizeof(hpzd_own_options) / sizeof(hpzd_own_options[0]))
+#define HPZD_NOPTIONS	64
+static struct option	 hpzd_options[HPZD_NOPTIONS + 1];
+static char		 hpzd_optstring[2 * HPZD_NOPTIONS + 1] = "c:dVh";
 
+/* getopt_long's tables, from the keys that have an option. */
+static void
+hpzd_options_init(void)
+{
+	const struct conf_key	*k;
+	size_t			 i, n = HPZD_NOWN, len;
+
+	memcpy(hpzd_options, hpzd_own_options, sizeof(hpzd_own_options));
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++) {
+		if (k->option == NULL)
+			continue;
+		if (n == HPZD_NOPTIONS)
+			fatalx("more than %d options", HPZD_NOPTIONS);
+		hpzd_options[n].name = k->option;
+		hpzd_options[n].has_arg = required_argument;
+		hpzd_options[n].flag = NULL;
+		hpzd_options[n++].val = HPZD_OPT_KEY + (int)i;
+		if (k->letter != 0) {
+			len = strlen(hpzd_optstring);
+			hpzd_optstring[len] = (char)k->letter;
+			hpzd_optstring[len + 1] = ':';
+			hpzd_optstring[len + 2] = '\0';
+		}
+	}
+	memset(&hpzd_options[n], 0, sizeof(hpzd_options[n]));
+}
+
+/* The key an option value getopt returned stands for, NULL: none. */
+static const struct conf_key *
+hpzd_option_key(int ch)
+{
+	const struct conf_key	*k;
+	size_t			 i;
+
+	if (ch >= HPZD_OPT_KEY)
+		return (conf_key_at((size_t)(ch - HPZD_OPT_KEY)));
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++)
+		if (k->option != NULL && k->letter == ch)
+			return (k);
+	return (NULL);
+}
+
+/* Each key's option with the file's key under it, at its default. */
 static void
 hpzd_usage(FILE *f)
 {
+	const struct conf_key	*k;
+	char			 opt[64];
+	size_t			 i;
+
 	fprintf(f, "usage: hpzerod [-dhV] [-c config] [-s path] [-w workers] "
 	    "[options]\n"
-	    "  -c, --config PATH       settings file (default %s)\n"
-	    "  -s, --socket PATH       listen on PATH (default %s),\n"
-	    "                          unless systemd passes a socket\n"
-	    "  -w, --workers N         worker threads (default: online CPUs)\n"
-	    "      --clear-kernel K    bulk clear kernel: avx512-nt, avx2-nt,\n"
-	    "                          sse2-nt, rep-stosb, memset (default:\n"
-	    "                          the fastest measured at start)\n"
-	    "      --hot-kernel K      kernel for the faulting neighbourhood:\n"
-	    "                          rep-stosb or memset\n"
-	    "      --hot-size BYTES    neighbourhood of the faulting 4 KiB\n"
-	    "                          cleared last (default 64K)\n"
-	    "      --extent BYTES      largest clear extent (default: the\n"
-	    "                          LLC share of one CPU)\n"
-	    "      --spin-us N         most an idle worker spins (default 50)\n"
-	    "      --route MODE        reader, thread or hash (default reader)\n"
-	    "      --split on|off      share a page's clear with workers\n"
-	    "                          already spinning (default on)\n"
-	    "      --scrub on|off      clear garbage in the background\n"
-	    "      --pool on|off       keep a pre-zeroed pool of huge pages\n"
-	    "      --intercept auto|always  trap a range's faults only while\n"
-	    "                          it holds garbage (default auto)\n"
-	    "      --step-aside auto|never|always  leave garbage to the\n"
-	    "                          kernel when we cannot keep up\n"
-	    "      --background-gbs G  background budget in all (0: none)\n"
-	    "      --client-gbs G      background budget a client (0: none)\n"
-	    "  -d, --debug             log debug messages\n"
-	    "  -V, --version           print the version and exit\n"
-	    "  -h, --help              print this help and exit\n"
-	    "Options override the settings file.\n",
-	    HPZD_CONFIG_DEFAULT, HPZ_SOCKET_DEFAULT);
+	    "  -c, --config PATH         settings file (default %s)\n",
+	    HPZD_CONFIG_DEFAULT);
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++) {
+		if (k->option == NULL)
+			continue;
+		if (k->letter != 0)
+			snprintf(opt, sizeof(opt), "-%c, --%s %s", k->letter,
+			    k->option, k->arg);
+		else
+			snprintf(opt, sizeof(opt), "    --%s %s", k->option,
+			    k->arg);
+		fprintf(f, "  %-26s%s%s\n%28s[%s] %s = %s\n", opt,
+		    strlen(opt) > 25 ? "\n                            " : "",
+		    k->help, "", k->section, k->name, k->def);
+	}
+	fprintf(f, "  -d, --debug               log debug messages\n"
+	    "  -V, --version             print the version and exit\n"
+	    "  -h, --help                print this help and exit\n"
+	    "Each option sets the key of hpzerod.conf(5) shown under it, there "
+	    "at its\ndefault; options override the settings file.\n");
 }
 
 static void
@@ -97,68 +123,46 @@ hpzd_notify_status(void)
 
 static int	hpzd_settings(struct conf *, int quiet);
 
-/* One line with the [limits] in force (0 is unlimited). */
+/* The settings in force, a line a section; only SIGHUP's if reload_only. */
 static void
-hpzd_log_limits(const char *what, const struct conf *c)
+hpzd_log_settings(const char *what, const struct conf *c, int reload_only)
 {
-	log_info("%s: a uid %d connections, %d regions, %llu bytes, %llu "
-	    "bytes of page state; a region %llu pages (0 is unlimited)", what,
-	    c->uid_clients, c->uid_regions, (unsigned long long)c->uid_bytes,
-	    (unsigned long long)c->uid_state_bytes,
-	    (unsigned long long)c->region_pages);
+	const struct conf_key	*k;
+	const char		*last = "";
+	char			 buf[1024];
+	size_t			 i;
+
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++) {
+		if (strcmp(k->section, last) == 0)
+			continue;
+		last = k->section;
+		if (conf_text(c, k->section, reload_only, buf, sizeof(buf)) !=
+		    NULL)
+			log_info("%s [%s] %s", what, k->section, buf);
+	}
 }
 
-/* SIGHUP: read the file again; [background] takes effect, the rest waits. */
+/* SIGHUP: read the file again; what CONF_RELOAD marks takes effect. */
 static void
 hpzd_reload(void)
 {
 	struct conf	c;
+	char		names[512];
 
 	if (hpzd_settings(&c, 1) != 0) {
 		log_warnx("SIGHUP: settings not reloaded");
 		return;
 	}
-	if (strcmp(c.socket, hpzd_conf.socket) != 0 ||
-	    c.workers != hpzd_conf.workers ||
-	    strcmp(c.clear_kernel, hpzd_conf.clear_kernel) != 0 ||
-	    strcmp(c.hot_kernel, hpzd_conf.hot_kernel) != 0 ||
-	    c.hot_size != hpzd_conf.hot_size || c.extent != hpzd_conf.extent ||
-	    c.spin_us != hpzd_conf.spin_us || c.route != hpzd_conf.route ||
-	    c.split != hpzd_conf.split || c.scrub_threads !=
-	    hpzd_conf.scrub_threads)
-		log_warnx("SIGHUP: only [background] (but threads), [limits], "
-		    "[pool] and [policy] change while running; restart "
-		    "hpzerod for the others");
-	c.scrub_threads = hpzd_conf.scrub_threads;
-	scrub_configure(&c);
-	control_limits(&c);
-	pool_configure(&c);
-	hpzd_conf.pool = c.pool;
-	memcpy(hpzd_conf.pool_size, c.pool_size, sizeof(c.pool_size));
-	memcpy(hpzd_conf.pool_reserve, c.pool_reserve, sizeof(c.pool_reserve));
-	hpzd_conf.pool_gbs = c.pool_gbs;
-	hpzd_conf.pool_uid_bytes = c.pool_uid_bytes;
-	hpzd_conf.uid_clients = c.uid_clients;
-	hpzd_conf.uid_regions = c.uid_regions;
-	hpzd_conf.uid_bytes = c.uid_bytes;
-	hpzd_conf.uid_state_bytes = c.uid_state_bytes;
-	hpzd_conf.region_pages = c.region_pages;
-	hpzd_conf.scrub = c.scrub;
-	hpzd_conf.background_gbs = c.background_gbs;
-	hpzd_conf.client_gbs = c.client_gbs;
-	hpzd_conf.ahead_min = c.ahead_min;
-	hpzd_conf.ahead_max = c.ahead_max;
-	hpzd_conf.intercept = c.intercept;
-	hpzd_conf.step_aside = c.step_aside;
-	intercept_configure(&c);
-	log_info("SIGHUP: faults intercepted %s, stepping aside %s",
-	    intercept_policy_name(0), intercept_policy_name(1));
-	log_info("SIGHUP: background scrub %s, budget %.1f GB/s (per client "
-	    "%.1f; 0 is unlimited), read-ahead %llu-%llu KiB",
-	    c.scrub ? "on" : "off", c.background_gbs, c.client_gbs,
-	    (unsigned long long)(c.ahead_min >> 10),
-	    (unsigned long long)(c.ahead_max >> 10));
-	hpzd_log_limits("SIGHUP: limits", &c);
+	if (conf_restart_diff(&hpzd_conf, &c, names, sizeof(names)) > 0)
+		log_warnx("SIGHUP: %s changed: only [background] (but "
+		    "threads), [limits], [pool] and [policy] change while "
+		    "running; restart hpzerod for the others", names);
+	conf_reload(&hpzd_conf, &c);
+	scrub_configure(&hpzd_conf);
+	control_limits(&hpzd_conf);
+	pool_configure(&hpzd_conf);
+	intercept_configure(&hpzd_conf);
+	hpzd_log_settings("SIGHUP: settings", &hpzd_conf, 1);
 }
 
 static void
@@ -184,121 +188,17 @@ hpzd_signal_cb(int sig, short events, void *arg)
 static int
 hpzd_args(struct conf *c, int quiet, int *debug)
 {
-	const char	*k;
-	char		*end;
-	double		 g;
-	long		 v;
-	int		 ch;
+	const struct conf_key	*k;
+	char			 why[512];
+	int			 ch;
 
 	optind = 0;
 	opterr = !quiet;
-	while ((ch = getopt_long(hpzd_argc, hpzd_argv, HPZD_OPTSTRING,
+	while ((ch = getopt_long(hpzd_argc, hpzd_argv, hpzd_optstring,
 	    hpzd_options, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			hpzd_config = optarg;
-			break;
-		case 's':
-			if (strlen(optarg) >= sizeof(c->socket))
-				goto bad;
-			strcpy(c->socket, optarg);
-			break;
-		case 'w':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || v < 1 ||
-			    v > HPZD_WORKERS_MAX)
-				goto bad;
-			c->workers = (int)v;
-			break;
-		case 'k':
-		case 'K':
-			k = strcmp(optarg, "auto") == 0 ? "" : optarg;
-			if (strlen(k) >= sizeof(c->clear_kernel))
-				goto bad;
-			strcpy(ch == 'k' ? c->clear_kernel : c->hot_kernel, k);
-			break;
-		case 'H':
-			if (conf_parse_bytes(optarg, &c->hot_size) == -1 ||
-			    c->hot_size > (1ULL << 30))
-				goto bad;
-			break;
-		case 'e':
-			if (conf_parse_bytes(optarg, &c->extent) == -1 ||
-			    c->extent < PLAN_EXTENT_MIN ||
-			    c->extent > PLAN_EXTENT_MAX)
-				goto bad;
-			break;
-		case 'p':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || v < 0 || v > 100000)
-				goto bad;
-			c->spin_us = (int)v;
-			break;
-		case 'r':
-			if (strcmp(optarg, "reader") == 0)
-				c->route = ROUTE_READER;
-			else if (strcmp(optarg, "thread") == 0)
-				c->route = ROUTE_THREAD;
-			else if (strcmp(optarg, "hash") == 0)
-				c->route = ROUTE_HASH;
-			else
-				goto bad;
-			break;
-		case 'S':
-			if (strcmp(optarg, "on") == 0)
-				c->split = 1;
-			else if (strcmp(optarg, "off") == 0)
-				c->split = 0;
-			else
-				goto bad;
-			break;
-		case 'U':
-			if (strcmp(optarg, "on") == 0)
-				c->scrub = 1;
-			else if (strcmp(optarg, "off") == 0)
-				c->scrub = 0;
-			else
-				goto bad;
-			break;
-		case 'P':
-			if (strcmp(optarg, "on") == 0)
-				c->pool = 1;
-			else if (strcmp(optarg, "off") == 0)
-				c->pool = 0;
-			else
-				goto bad;
-			break;
-		case 'I':
-			if (strcmp(optarg, "auto") == 0)
-				c->intercept = INTERCEPT_AUTO;
-			else if (strcmp(optarg, "always") == 0)
-				c->intercept = INTERCEPT_ALWAYS;
-			else
-				goto bad;
-			break;
-		case 'A':
-			if (strcmp(optarg, "auto") == 0)
-				c->step_aside = ASIDE_AUTO;
-			else if (strcmp(optarg, "never") == 0)
-				c->step_aside = ASIDE_NEVER;
-			else if (strcmp(optarg, "always") == 0)
-				c->step_aside = ASIDE_ALWAYS;
-			else
-				goto bad;
-			break;
-		case 'B':
-		case 'C':
-			errno = 0;
-			g = strtod(optarg, &end);
-			if (errno != 0 || *end != '\0' || end == optarg ||
-			    !(g >= 0) || g > 1e6)
-				goto bad;
-			if (ch == 'B')
-				c->background_gbs = g;
-			else
-				c->client_gbs = g;
 			break;
 		case 'd':
 			if (debug != NULL)
@@ -314,9 +214,18 @@ hpzd_args(struct conf *c, int quiet, int *debug)
 				hpzd_usage(stdout);
 			return (1);
 		default:
-			if (!quiet)
-				hpzd_usage(stderr);
-			return (2);
+			if ((k = hpzd_option_key(ch)) == NULL) {
+				if (!quiet)
+					hpzd_usage(stderr);
+				return (2);
+			}
+			if (conf_set(c, k, optarg, 1, why, sizeof(why)) == -1) {
+				if (!quiet)
+					fprintf(stderr, "hpzerod: %s (see --help "
+					    "and hpzerod.conf(5))\n", why);
+				return (2);
+			}
+			break;
 		}
 	}
 	if (optind != hpzd_argc) {
@@ -325,15 +234,6 @@ hpzd_args(struct conf *c, int quiet, int *debug)
 		return (2);
 	}
 	return (0);
-bad:
-	if (!quiet) {
-		for (k = NULL, v = 0; hpzd_options[v].name != NULL; v++)
-			if (hpzd_options[v].val == ch)
-				k = hpzd_options[v].name;
-		fprintf(stderr, "hpzerod: bad value '%s' for --%s (see "
-		    "--help and hpzerod.conf(5))\n", optarg, k != NULL ? k : "?");
-	}
-	return (2);
 }
 
 /*
@@ -412,7 +312,7 @@ hpzd_watchdog_cb(int fd, short events, void *arg)
 int
 main(int argc, char **argv)
 {
-	struct worker_config cfg = worker_config;
+	struct worker_config cfg;
 	struct event	*ev_term, *ev_int, *ev_hup, *ev_timer, *ev_wd = NULL;
 	struct timeval	 wdtv;
 	uint64_t	 wdusec = 0;
@@ -423,6 +323,7 @@ main(int argc, char **argv)
 
 	hpzd_argc = argc;
 	hpzd_argv = argv;
+	hpzd_options_init();
 	/* Usage errors, --help and --version first, before any file. */
 	conf_defaults(&hpzd_conf);
 	if ((rc = hpzd_args(&hpzd_conf, 0, &debug)) != 0)
@@ -438,11 +339,7 @@ main(int argc, char **argv)
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	nworkers = hpzd_conf.workers > 0 ? hpzd_conf.workers : ncpu < 1 ? 1 :
 	    ncpu > HPZD_WORKERS_MAX ? HPZD_WORKERS_MAX : (int)ncpu;
-	cfg.hot_size = hpzd_conf.hot_size;
-	cfg.extent_max = hpzd_conf.extent;
-	cfg.spin_us = hpzd_conf.spin_us;
-	cfg.route = (enum worker_route_mode)hpzd_conf.route;
-	cfg.split = hpzd_conf.split;
+	conf_worker(&hpzd_conf, nworkers, &cfg);
 
 	if ((hpzd_base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
@@ -468,8 +365,8 @@ main(int argc, char **argv)
 	    "up to %llu KiB; clear kernels %s (bulk, %.1f GB/s measured) and "
 	    "%s (last %llu KiB)", topo.ncpus, topo.nnodes,
 	    (unsigned long long)(topo.llc_size >> 10), topo.llc_sharing,
-	    (unsigned long long)((cfg.extent_max != 0 ? cfg.extent_max :
-	    plan_extent_max(topo.llc_share)) >> 10), clear_bulk_kernel->name,
+	    (unsigned long long)(worker_extent_max(&cfg) >> 10),
+	    clear_bulk_kernel->name,
 	    clear_calibrated_gbs(clear_bulk_kernel->kind),
 	    clear_hot_kernel->name, (unsigned long long)(cfg.hot_size >> 10));
 	/* What a fault costs here, before any thread of ours competes. */
@@ -481,7 +378,6 @@ main(int argc, char **argv)
 	    "it holds garbage), stepping aside %s", intercept_policy_name(0),
 	    intercept_policy_name(1));
 	/* Threads exist before we serve: spawning later would stall faults. */
-	cfg.nworkers = nworkers;
 	if (worker_start(&cfg) != 0)
 		fatalx("cannot start %d workers", nworkers);
 	if (scrub_start(&hpzd_conf) != 0)
@@ -500,7 +396,7 @@ main(int argc, char **argv)
 	if (control_init(lfd) == -1)
 		fatalx("cannot watch the listening socket");
 	control_limits(&hpzd_conf);
-	hpzd_log_limits("limits", &hpzd_conf);
+	hpzd_log_settings("settings", &hpzd_conf, 0);
 	/* Regions systemd kept for us across a crash: serve them again. */
 	fdstore_init(1);
 	control_retake();

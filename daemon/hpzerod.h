@@ -364,6 +364,7 @@ int		 uffd_unregister(struct region *);
 int		 uffd_thread_cpu(pid_t pid, uint32_t tid);
 
 /* worker.c */
+uint64_t	 worker_extent_max(const struct worker_config *);
 int		 worker_start(const struct worker_config *);
 void		 worker_stop(void);
 int		 worker_count(void);
@@ -527,6 +528,8 @@ void		 conf_format(const struct conf *, const struct conf_key *,
 		    char *buf, size_t len);
 void		 conf_expect(const struct conf_key *, int option, char *buf,
 		    size_t len);
+int		 conf_same(const struct conf *, const struct conf *,
+		    const struct conf_key *);
 int		 conf_restart_diff(const struct conf *, const struct conf *,
 		    char *names, size_t len);
 void		 conf_reload(struct conf *, const struct conf *);

@@ -34,10 +34,11 @@ static pthread_t	*scrub_threads;
 static int		*scrub_cpus;
 static int		 scrub_nthreads;
 static int		 scrub_stopping;
-static int		 scrub_enabled = 1;
+/* The settings, from scrub_configure. */
+static int		 scrub_enabled;
 static double		 scrub_client_gbs;
-static uint64_t		 scrub_ahead_min = 4ULL << 20;
-static uint64_t		 scrub_ahead_max = 256ULL << 20;
+static uint64_t		 scrub_ahead_min;
+static uint64_t		 scrub_ahead_max;
 static struct bucket	*scrub_global;
 static atomic_int	 scrub_nbusy;	/* threads not waiting for work */
 
@@ -288,8 +289,7 @@ scrub_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 
 	if (n != 1 || region_populate(r, lo, 1) != 0)
 		return (-EINTR);	/* no page to be had: the fault says */
-	ext = worker_config.extent_max != 0 ? worker_config.extent_max :
-	    plan_extent_max(topo.llc_share);
+	ext = worker_extent_max(&worker_config);
 	for (off = 0; off < r->page_size; off += len) {
 		if (off != 0 && atomic_load(&r->rt.nwaiting) != 0)
 			return (-EINTR);
@@ -464,8 +464,7 @@ scrub_take(enum scrub_kind *kind, uint64_t *lo, uint64_t *n)
 	struct region	*r;
 	uint64_t	 chunk, ext;
 
-	ext = worker_config.extent_max != 0 ? worker_config.extent_max :
-	    plan_extent_max(topo.llc_share);
+	ext = worker_extent_max(&worker_config);
 	while ((r = TAILQ_FIRST(&scrub_queue)) != NULL) {
 		chunk = ext / r->page_size;
 		if (chunk < 1)

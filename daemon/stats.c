@@ -91,8 +91,7 @@ stats_fill(struct hpz_msg_status_reply *s)
 	s->clear_mbps = (uint64_t)(clear_calibrated_gbs(
 	    clear_bulk_kernel->kind) * 1000);
 	s->hot_size = worker_config.hot_size;
-	s->extent_max = worker_config.extent_max != 0 ?
-	    worker_config.extent_max : plan_extent_max(topo.llc_share);
+	s->extent_max = worker_extent_max(&worker_config);
 	for (i = 0; i < STATS_HIST_BUCKETS && i < HPZ_LATENCY_BUCKETS; i++)
 		s->latency_hist[i] = atomic_load(&stats.hist[i]);
 	s->bg_pages_pending = scrub_pending_pages();

@@ -848,14 +848,6 @@ uffd_tampered(struct region *r, int n)
 	    (unsigned long long)atomic_load(&r->rt.tampered));
 }
 
-static uint64_t
-uffd_extent_max(void)
-{
-	if (worker_config.extent_max != 0)
-		return (worker_config.extent_max);
-	return (plan_extent_max(topo.llc_share));
-}
-
 /* A worker asked to help with a job. */
 void
 uffd_assist(struct work *item)
@@ -977,7 +969,7 @@ uffd_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 	struct uffd_batch	*b = rs->arg;
 	struct region		*r = b->r;
 	struct clear_cost	 cost = { 0, 0, 0, 0 };
-	uint64_t		 ext = uffd_extent_max();
+	uint64_t		 ext = worker_extent_max(&worker_config);
 	char			*base = (char *)r->map + lo * r->page_size;
 	int			 error, helpers, helped = 0;
 
@@ -1119,7 +1111,7 @@ uffd_gather(struct uffd_batch *b)
 	uint64_t		 idx = b->iidx[0], maxp, plo, phi, page, ext;
 	size_t			 k;
 
-	ext = uffd_extent_max();
+	ext = worker_extent_max(&worker_config);
 	maxp = ext / r->page_size;
 	if (maxp > UFFD_COALESCE_MAX)
 		maxp = UFFD_COALESCE_MAX;

@@ -37,14 +37,8 @@ struct worker {
 	atomic_int		 stop;
 };
 
-struct worker_config	 worker_config = {
-	.nworkers = 0,
-	.spin_us = 50,
-	.route = ROUTE_READER,
-	.hot_size = PLAN_HOT_DEFAULT,
-	.extent_max = 0,
-	.split = 1,
-};
+/* What runs, from the settings (conf_worker); set by worker_start. */
+struct worker_config	 worker_config;
 
 static struct worker	*workers;
 static int		*worker_cpus;
@@ -477,6 +471,15 @@ worker_main(void *arg)
 		atomic_store(&w->sleeping, 0);
 	}
 	return (NULL);
+}
+
+/* The largest extent a clear takes: as set, or one CPU's share of the LLC. */
+uint64_t
+worker_extent_max(const struct worker_config *cfg)
+{
+	if (cfg->extent_max != 0)
+		return (cfg->extent_max);
+	return (plan_extent_max(topo.llc_share));
 }
 
 /* Make the pool, one worker per online CPU in turn; returns once running. */

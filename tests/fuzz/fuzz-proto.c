@@ -274,7 +274,7 @@ fuzz_sigbus(int sig, siginfo_t *si, void *uc)
 static void
 fuzz_start_threads(void)
 {
-	struct worker_config	wc = worker_config;
+	struct worker_config	wc;
 	struct sigaction	sa;
 	struct conf		c;
 	char			buf[64];
@@ -287,11 +287,11 @@ fuzz_start_threads(void)
 	/* The daemon's handler goes on top now, not in an input. */
 	if (clear_range_guarded(buf, sizeof(buf)) != 0)
 		fuzz_fail("clear_range_guarded failed on our own buffer");
-	wc.nworkers = 2;
+	conf_defaults(&c);
+	conf_worker(&c, 2, &wc);
 	wc.spin_us = 20;
 	if (worker_start(&wc) != 0)
 		fuzz_fail("cannot start the workers");
-	conf_defaults(&c);
 	c.scrub_threads = 1;
 	if (scrub_start(&c) != 0)
 		fuzz_fail("cannot start the background thread");

@@ -823,3 +823,344 @@ Test(conf, bad_pool_values)
 
 	expect_bad_values(bad, sizeof(bad) / sizeof(bad[0]));
 }
+
+/* --- the key table ------------------------------------------------------- */
+
+/* Every field of c unlike its default, pool and policy included. */
+static void
+odd_conf_all(struct conf *c)
+{
+	int	i;
+
+	odd_conf(c);
+	c->uid_clients = 3;
+	c->uid_regions = 9;
+	c->uid_bytes = 5 * GiB;
+	c->pool = 0;
+	for (i = 0; i < TOPO_NODES_MAX; i++)
+		c->pool_size[0][i] = i == 2 ? 64 * MiB : 0;
+	for (i = 0; i < TOPO_NODES_MAX; i++)
+		c->pool_size[1][i] = 3 * GiB;
+	c->pool_reserve[0] = 6 * MiB;
+	c->pool_reserve[1] = 0;
+	c->pool_gbs = 0.1;
+	c->pool_uid_bytes = 1536 * MiB;
+	c->intercept = INTERCEPT_ALWAYS;
+	c->step_aside = ASIDE_NEVER;
+}
+
+/* A value of k's type that k refuses from the file and the command line. */
+static const char *
+key_bad_value(const struct conf_key *k, char *buf, size_t len)
+{
+	if (k->type != CONF_PATH)
+		return ("bogus");
+	memset(buf, 'p', len - 1);
+	buf[len - 1] = '\0';
+	return (buf);
+}
+
+Test(conf, table_is_whole)
+{
+	const struct conf_key	*k, *k2;
+	size_t			 i, j, covered = 0;
+
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++) {
+		cr_assert_not_null(k->def, "[%s] %s has no default",
+		    k->section, k->name);
+		cr_assert_leq(k->off + k->size, sizeof(struct conf));
+		cr_assert_eq(conf_key_find(k->section, k->name), k);
+		if (k->option != NULL)
+			cr_assert(k->arg != NULL && k->help != NULL,
+			    "--%s has no --help line", k->option);
+		for (j = 0; (k2 = conf_key_at(j)) != NULL; j++) {
+			if (j == i)
+				continue;
+			cr_assert(k->option == NULL || k2->option == NULL ||
+			    strcmp(k->option, k2->option) != 0,
+			    "--%s twice", k->option);
+			cr_assert(k->letter == 0 || k->letter != k2->letter,
+			    "-%c twice", k->letter);
+			/* No two keys share a byte of struct conf. */
+			cr_assert(k->off + k->size <= k2->off ||
+			    k2->off + k2->size <= k->off, "[%s] %s and [%s] %s "
+			    "overlap", k->section, k->name, k2->section,
+			    k2->name);
+		}
+		covered += k->size;
+	}
+	cr_assert_eq(i, 29, "a key added: give it a test and a man entry");
+	cr_assert_null(conf_key_find("workers", "spin"));
+	cr_assert_null(conf_key_find("daemon", "spin_us"));
+	/* Every byte of struct conf but padding belongs to a key. */
+	cr_assert_leq(sizeof(struct conf) - covered, 16);
+}
+
+/* The defaults are the table's, each as the file would write it. */
+Test(conf, defaults_come_from_the_table)
+{
+	const struct conf_key	*k;
+	struct conf		 c, d;
+	char			 buf[512], why[256];
+	size_t			 i;
+
+	memset(&c, 0xa5, sizeof(c));
+	conf_defaults(&c);
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++) {
+		conf_format(&c, k, buf, sizeof(buf));
+		cr_assert_str_eq(buf, k->def, "[%s] %s: default %s, table %s",
+		    k->section, k->name, buf, k->def);
+		/* And setting the table's default to an odd conf gives it. */
+		odd_conf_all(&d);
+		cr_assert_eq(conf_set(&d, k, k->def, 0, why, sizeof(why)), 0,
+		    "%s", why);
+		cr_assert(conf_same(&d, &c, k), "[%s] %s", k->section,
+		    k->name);
+	}
+}
+
+/* What conf_format writes, conf_set reads back to the same field. */
+Test(conf, every_key_round_trips)
+{
+	const struct conf_key	*k;
+	struct conf		 odd, def, d;
+	char			 buf[512], why[256];
+	size_t			 i;
+	int			 j;
+
+	odd_conf_all(&odd);
+	conf_defaults(&def);
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++) {
+		cr_assert(!conf_same(&odd, &def, k), "odd_conf_all leaves "
+		    "[%s] %s at its default", k->section, k->name);
+		for (j = 0; j < 2; j++) {
+			conf_format(j == 0 ? &odd : &def, k, buf, sizeof(buf));
+			conf_defaults(&d);
+			if (j == 1)
+				odd_conf_all(&d);
+			cr_assert_eq(conf_set(&d, k, buf, 0, why, sizeof(why)),
+			    0, "[%s] %s = %s: %s", k->section, k->name, buf,
+			    why);
+			cr_assert(conf_same(&d, j == 0 ? &odd : &def, k),
+			    "[%s] %s = %s read back otherwise", k->section,
+			    k->name, buf);
+			/* The option reads the file's words, but booleans. */
+			if (k->option == NULL || k->type == CONF_BOOL ||
+			    ((k->flags & CONF_OPT_NOZERO) &&
+			    strcmp(buf, "0") == 0))
+				continue;
+			if (j == 0)
+				conf_defaults(&d);
+			else
+				odd_conf_all(&d);
+			cr_assert_eq(conf_set(&d, k, buf, 1, why, sizeof(why)),
+			    0, "--%s %s: %s", k->option, buf, why);
+			cr_assert(conf_same(&d, j == 0 ? &odd : &def, k),
+			    "--%s %s read back otherwise", k->option, buf);
+		}
+	}
+}
+
+/* A bad value, from the file or the command line, names its key. */
+Test(conf, bad_value_message_names_the_key)
+{
+	const struct conf_key	*k;
+	struct conf		 c, saved;
+	char			 val[150], why[512], want[300], text[512];
+	const char		*bad;
+	size_t			 i;
+
+	for (i = 0; (k = conf_key_at(i)) != NULL; i++) {
+		bad = key_bad_value(k, val, sizeof(val));
+		odd_conf_all(&c);
+		memcpy(&saved, &c, sizeof(c));
+		cr_assert_eq(conf_set(&c, k, bad, 0, why, sizeof(why)), -1,
+		    "[%s] %s took '%s'", k->section, k->name, bad);
+		cr_assert_eq(memcmp(&c, &saved, sizeof(c)), 0,
+		    "a refused value changed the conf");
+		snprintf(want, sizeof(want), "%s must be ", k->name);
+		cr_assert_eq(strncmp(why, want, strlen(want)), 0, "%s", why);
+		snprintf(want, sizeof(want), ", not '%s'", bad);
+		cr_assert_not_null(strstr(why, want), "%s", why);
+		/* The same from a file, on its line. */
+		snprintf(text, sizeof(text), "[%s]\n%s = %s\n", k->section,
+		    k->name, bad);
+		snprintf(want, sizeof(want), "%s must be ", k->name);
+		expect_bad(text, 2, want);
+		if (k->option == NULL)
+			continue;
+		cr_assert_eq(conf_set(&c, k, bad, 1, why, sizeof(why)), -1);
+		snprintf(want, sizeof(want), "--%s must be ", k->option);
+		cr_assert_eq(strncmp(why, want, strlen(want)), 0, "%s", why);
+	}
+}
+
+/* The range in a message is the one the key checks, from the table. */
+Test(conf, range_messages_exact)
+{
+	static const struct {
+		const char	*section, *name, *value, *why;
+		int		 option;
+	} want[] = {
+		{ "workers", "spin_us", "100001", "spin_us must be a number "
+		    "from 0 to 100000, not '100001'", 0 },
+		{ "workers", "spin_us", "-1", "--spin-us must be a number "
+		    "from 0 to 100000, not '-1'", 1 },
+		{ "daemon", "workers", "257", "workers must be a number from 0 "
+		    "to 256, not '257'", 0 },
+		{ "daemon", "workers", "0", "--workers must be a number from 1 "
+		    "to 256, not '0'", 1 },
+		{ "clear", "hot_size", "2G", "hot_size must be a size from 0 "
+		    "to 1G, not '2G'", 0 },
+		{ "clear", "extent", "65M", "--extent must be auto or a size "
+		    "from 256K to 64M, not '65M'", 1 },
+		{ "limits", "clients", "1025", "clients must be a number from "
+		    "0 to 1024 (0: no limit), not '1025'", 0 },
+		{ "background", "gbs", "1000001", "--background-gbs must be a "
+		    "number of GB/s from 0 to 1000000 (0: no limit), not "
+		    "'1000001'", 1 },
+		{ "workers", "split", "yes", "--split must be on or off, not "
+		    "'yes'", 1 },
+		{ "workers", "split", "y", "split must be yes or no, not 'y'",
+		    0 },
+		{ "policy", "step_aside", "sometimes", "--step-aside must be "
+		    "auto, never or always, not 'sometimes'", 1 },
+		{ "clear", "hot_kernel", "sse2-nt", "hot_kernel must be auto, "
+		    "rep-stosb or memset, not 'sse2-nt'", 0 },
+		{ "pool", "size_1g", "3M", "size_1g must be a multiple of 1G, "
+		    "or NODE:SIZE,... (such as 0:1G,1:2G), not '3M'", 0 },
+	};
+	const struct conf_key	*k;
+	struct conf		 c;
+	char			 why[512];
+	size_t			 i;
+
+	conf_defaults(&c);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		k = conf_key_find(want[i].section, want[i].name);
+		cr_assert_not_null(k);
+		cr_assert_eq(conf_set(&c, k, want[i].value, want[i].option,
+		    why, sizeof(why)), -1, "%s took %s", want[i].name,
+		    want[i].value);
+		cr_assert_str_eq(why, want[i].why);
+	}
+}
+
+/* The command line takes what it took before the table, no more. */
+Test(conf, option_values)
+{
+	const struct conf_key	*k;
+	struct conf		 c;
+	char			 why[256];
+
+	conf_defaults(&c);
+	k = conf_key_find("daemon", "workers");
+	cr_assert_eq(conf_set(&c, k, "1", 1, why, sizeof(why)), 0);
+	cr_assert_eq(c.workers, 1);
+	cr_assert_eq(conf_set(&c, k, "0", 0, why, sizeof(why)), 0);
+	cr_assert_eq(c.workers, 0, "the file's 0 is one a CPU");
+	k = conf_key_find("workers", "split");
+	cr_assert_eq(conf_set(&c, k, "off", 1, why, sizeof(why)), 0);
+	cr_assert_eq(c.split, 0);
+	cr_assert_eq(conf_set(&c, k, "on", 1, why, sizeof(why)), 0);
+	cr_assert_eq(c.split, 1);
+	cr_assert_eq(conf_set(&c, k, "Off", 1, why, sizeof(why)), -1);
+	k = conf_key_find("daemon", "socket");
+	cr_assert_eq(conf_set(&c, k, "", 1, why, sizeof(why)), -1);
+	k = conf_key_find("workers", "spin_us");
+	cr_assert_eq(conf_set(&c, k, " 5", 1, why, sizeof(why)), -1);
+	cr_assert_eq(conf_set(&c, k, "+5", 1, why, sizeof(why)), -1);
+	k = conf_key_find("background", "client_gbs");
+	cr_assert_eq(conf_set(&c, k, "inf", 1, why, sizeof(why)), -1);
+	cr_assert_eq(conf_set(&c, k, "1e6", 1, why, sizeof(why)), 0);
+	cr_assert_float_eq(c.client_gbs, 1e6, 1e-6);
+	k = conf_key_find("clear", "kernel");
+	cr_assert_eq(conf_set(&c, k, "memset", 1, why, sizeof(why)), 0);
+	cr_assert_str_eq(c.clear_kernel, "memset");
+	cr_assert_eq(conf_set(&c, k, "auto", 1, why, sizeof(why)), 0);
+	cr_assert_str_eq(c.clear_kernel, "");
+	/* Keys of the file alone have no option. */
+	cr_assert_null(conf_key_find("background", "threads")->option);
+	cr_assert_null(conf_key_find("limits", "clients")->option);
+}
+
+/* SIGHUP: which keys wait for a restart, and which are taken. */
+Test(conf, reload_takes_only_reload_keys)
+{
+	struct conf	run, next, want;
+	char		names[512];
+
+	conf_defaults(&run);
+	odd_conf_all(&next);
+	cr_assert_eq(conf_restart_diff(&run, &run, names, sizeof(names)), 0);
+	cr_assert_str_eq(names, "");
+	cr_assert_eq(conf_restart_diff(&run, &next, names, sizeof(names)),
+	    10, "%s", names);
+	cr_assert_str_eq(names, "[daemon] socket, [daemon] workers, [clear] "
+	    "kernel, [clear] hot_kernel, [clear] hot_size, [clear] extent, "
+	    "[workers] spin_us, [workers] route, [workers] split, "
+	    "[background] threads");
+	memcpy(&want, &next, sizeof(want));
+	conf_reload(&run, &next);
+	/* The restart keys stay as they ran. */
+	cr_assert_str_eq(run.socket, HPZ_SOCKET_DEFAULT);
+	cr_assert_eq(run.spin_us, 50);
+	cr_assert_eq(run.scrub_threads, 0);
+	/* The others are the new file's. */
+	cr_assert_eq(run.scrub, want.scrub);
+	cr_assert_float_eq(run.background_gbs, want.background_gbs, 1e-12);
+	cr_assert_eq(run.ahead_min, want.ahead_min);
+	cr_assert_eq(run.uid_clients, want.uid_clients);
+	cr_assert_eq(memcmp(run.pool_size, want.pool_size,
+	    sizeof(run.pool_size)), 0);
+	cr_assert_eq(run.step_aside, want.step_aside);
+}
+
+/* The log's lines come from the table, a section at a time. */
+Test(conf, text_of_a_section)
+{
+	struct conf	c;
+	char		buf[512];
+
+	conf_defaults(&c);
+	cr_assert_str_eq(conf_text(&c, "limits", 0, buf, sizeof(buf)),
+	    "clients=64 regions=4096 bytes=0 state_bytes=64M "
+	    "region_pages=16M");
+	cr_assert_str_eq(conf_text(&c, "background", 1, buf, sizeof(buf)),
+	    "scrub=yes gbs=0 client_gbs=0 ahead_min=4M ahead_max=256M");
+	cr_assert_str_eq(conf_text(&c, "daemon", 0, buf, sizeof(buf)),
+	    "socket=/run/hpzerod/hpzerod.sock workers=0");
+	cr_assert_null(conf_text(&c, "daemon", 1, buf, sizeof(buf)));
+	cr_assert_null(conf_text(&c, "nosuch", 0, buf, sizeof(buf)));
+	odd_conf_all(&c);
+	cr_assert_str_eq(conf_text(&c, "pool", 0, buf, sizeof(buf)),
+	    "enable=no size_2m=2:64M size_1g=3G reserve_2m=6M reserve_1g=0 "
+	    "gbs=0.1 uid_bytes=1536M");
+}
+
+/* What the workers get is the settings'. */
+Test(conf, worker_config_from_the_settings)
+{
+	struct worker_config	w;
+	struct conf		c;
+
+	conf_defaults(&c);
+	conf_worker(&c, 3, &w);
+	cr_assert_eq(w.nworkers, 3);
+	cr_assert_eq(w.spin_us, 50);
+	cr_assert_eq(w.route, ROUTE_READER);
+	cr_assert_eq(w.hot_size, 64 * KiB);
+	cr_assert_eq(w.extent_max, 0);
+	cr_assert_eq(w.split, 1);
+	odd_conf(&c);
+	conf_worker(&c, 1, &w);
+	cr_assert_eq(w.spin_us, 3);
+	cr_assert_eq(w.route, ROUTE_HASH);
+	cr_assert_eq(w.hot_size, 8 * KiB);
+	cr_assert_eq(w.extent_max, 512 * KiB);
+	cr_assert_eq(w.split, 0);
+	/* The effective extent: as set, else the LLC share. */
+	cr_assert_eq(worker_extent_max(&w), 512 * KiB);
+	w.extent_max = 0;
+	cr_assert_eq(worker_extent_max(&w), plan_extent_max(topo.llc_share));
+}
