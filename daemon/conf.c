@@ -400,7 +400,9 @@ conf_expect(const struct conf_key *k, int option, char *buf, size_t len)
 		    (unsigned long long)min, (unsigned long long)k->max);
 		break;
 	case CONF_INT:
-		snprintf(buf, len, "a number from %llu to %llu%s",
+	case CONF_GBS:
+		snprintf(buf, len, "a number%s from %llu to %llu%s",
+		    k->type == CONF_GBS ? " of GB/s" : "",
 		    (unsigned long long)min, (unsigned long long)k->max, zero);
 		break;
 	case CONF_BYTES:
@@ -420,10 +422,6 @@ conf_expect(const struct conf_key *k, int option, char *buf, size_t len)
 		break;
 	case CONF_BOOL:
 		snprintf(buf, len, "%s", option ? "on or off" : "yes or no");
-		break;
-	case CONF_GBS:
-		snprintf(buf, len, "a number of GB/s from %llu to %llu%s",
-		    (unsigned long long)min, (unsigned long long)k->max, zero);
 		break;
 	case CONF_KERNEL:
 	case CONF_HOT_KERNEL:
