@@ -34,7 +34,6 @@ static pthread_t	*scrub_threads;
 static int		*scrub_cpus;
 static int		 scrub_nthreads;
 static int		 scrub_stopping;
-/* The settings, from scrub_configure. */
 static int		 scrub_enabled;
 static double		 scrub_client_gbs;
 static uint64_t		 scrub_ahead_min;
