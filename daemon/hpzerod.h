@@ -443,8 +443,8 @@ void		 intercept_check(struct region *);
 void		 intercept_fault(struct region *, struct resolve_waiters *);
 
 /*
- * conf.c: the settings, from one table: hpzerod.conf (INI, read with
- * libinih), the command line's values, the defaults and the log.
+ * conf.c: the settings, from one table: the command line's values, the
+ * defaults and the log; conf-file.c: hpzerod.conf (INI, read with libinih).
  */
 struct conf {
 	char		 socket[108];		/* [daemon] socket */
