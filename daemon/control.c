@@ -372,7 +372,7 @@ control_region_ready(struct region *r)
 		log_info("region %llu of pid %d taken back from systemd's fd "
 		    "store: 0x%llx +%llu MiB, %llu garbage pages, waiters "
 		    "woken", (unsigned long long)id, (int)r->pid,
-		    (unsigned long long)uffd_region_addr(r),
+		    (unsigned long long)region_addr(r),
 		    (unsigned long long)(r->len >> 20),
 		    (unsigned long long)r->garbage_found);
 		return;
@@ -386,7 +386,7 @@ control_region_ready(struct region *r)
 		log_info("client %llu (pid %d): region %llu registered: 0x%llx "
 		    "+%llu MiB, %llu KiB pages, %s%s",
 		    (unsigned long long)c->id, (int)c->pid,
-		    (unsigned long long)id, (unsigned long long)r->addr,
+		    (unsigned long long)id, (unsigned long long)region_addr(r),
 		    (unsigned long long)(r->len >> 20),
 		    (unsigned long long)(r->page_size >> 10),
 		    r->fs_magic == HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
@@ -443,7 +443,7 @@ control_register(struct client *c, struct hpz_msg *m)
 	 */
 	if ((r = region_find_state(m->fds[2])) != NULL) {
 		if (r->pid != c->pid || r->client->uid != c->uid ||
-		    uffd_region_addr(r) != m->u.reg.addr ||
+		    region_addr(r) != m->u.reg.addr ||
 		    r->len != m->u.reg.len || r->waiter != NULL) {
 			proto_close_fds(m);
 			return (control_refuse(c, m->u.hdr.seq, -EBUSY,

@@ -40,7 +40,7 @@ struct region {
 	struct client		*client;
 	uint64_t		 id;
 
-	uint64_t		 addr;		/* in the client */
+	uint64_t		 addr;		/* in the client: region_addr() */
 	uint64_t		 len;
 	uint64_t		 offset;	/* in the file */
 	uint64_t		 page_size;
@@ -329,6 +329,8 @@ int		 region_reset(struct region *, uint64_t addr, uint64_t len,
 		    void (*done)(void *, int), void *arg);
 void		 region_reset_work(struct region *);
 void		 region_resolve_init(struct region *);
+uint64_t	 region_addr(const struct region *);
+void		 region_set_addr(struct region *, uint64_t addr);
 uint64_t	 region_page_index(const struct region *, uint64_t addr);
 void		 region_work_done(struct region *);
 int		 region_set_policy(struct region *, uint32_t flags, int prio);
@@ -358,7 +360,6 @@ void		 uffd_tampered(struct region *, int n);
 void		 uffd_init(void);
 void		 uffd_region_init(struct region *);
 void		 uffd_forks_release(struct region *);
-uint64_t	 uffd_region_addr(const struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
 int		 uffd_unregister(struct region *);
 int		 uffd_thread_cpu(pid_t pid, uint32_t tid);

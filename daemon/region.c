@@ -155,7 +155,7 @@ region_conflict(const struct regions *all, const struct client *c,
 
 	TAILQ_FOREACH(r, all, all) {
 		if (r->client == c &&
-		    region_overlaps(r->addr, r->len, addr, len))
+		    region_overlaps(region_addr(r), r->len, addr, len))
 			return (r);
 		if (r->dev == dev && r->ino == ino &&
 		    region_overlaps(r->offset, r->len, offset, len))
@@ -284,7 +284,7 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 		r->adopted = 1;
 		r->prep_kind = PREP_ADOPT;
 	}
-	h->addr = r->addr;
+	h->addr = region_addr(r);
 	h->len = r->len;
 	h->flags = r->flags;
 	h->uffd_features = r->features;
@@ -395,7 +395,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	r->uffd = r->fd = r->sfd = r->lockfd = r->pidfd = -1;
 	r->map = MAP_FAILED;
 	r->client = c;
-	r->addr = m->addr;
+	region_set_addr(r, m->addr);
 	r->len = m->len;
 	r->offset = m->offset;
 	r->page_size = b.page_size;
@@ -503,7 +503,7 @@ region_start(struct region *r)
 	 * every thread of the range, so it faults again and reaches us.
 	 */
 	if (r->adopted)
-		uffd_wake(r, uffd_region_addr(r), r->len);
+		uffd_wake(r, region_addr(r), r->len);
 	if ((r->flags & HPZ_AHEAD_EAGER) || r->garbage_found > 0)
 		scrub_add(r, 0);
 	return (0);
@@ -744,7 +744,7 @@ region_match(struct client *c, uint64_t addr, uint64_t len, int exact)
 	uint64_t	 base;
 
 	TAILQ_FOREACH(r, &c->regions, entry) {
-		base = uffd_region_addr(r);
+		base = region_addr(r);
 		if (exact) {
 			if (base == addr && r->len == len)
 				return (r);
@@ -843,7 +843,8 @@ region_reset(struct region *r, uint64_t addr, uint64_t len,
 	uint64_t		 first, n;
 	int			 error;
 
-	if ((addr - r->addr) % r->page_size != 0 || len % r->page_size != 0)
+	if ((addr - region_addr(r)) % r->page_size != 0 ||
+	    len % r->page_size != 0)
 		return (-EINVAL);
 	/* Faults must come to us before anything is garbage. */
 	if ((error = intercept_on(r)) != 0)
@@ -869,10 +870,27 @@ region_reset(struct region *r, uint64_t addr, uint64_t len,
 	return (1);
 }
 
+/*
+ * Where the region lies in the client now.  A worker reading the client's
+ * mremap event writes it (uffd.c) while the main thread and the workers
+ * read it: every access goes through these two.
+ */
+uint64_t
+region_addr(const struct region *r)
+{
+	return (__atomic_load_n(&r->addr, __ATOMIC_ACQUIRE));
+}
+
+void
+region_set_addr(struct region *r, uint64_t addr)
+{
+	__atomic_store_n(&r->addr, addr, __ATOMIC_RELEASE);
+}
+
 uint64_t
 region_page_index(const struct region *r, uint64_t addr)
 {
-	return ((addr - r->addr) / r->page_size);
+	return ((addr - region_addr(r)) / r->page_size);
 }
 
 /* A worker finished an item of this region: wake anyone waiting. */

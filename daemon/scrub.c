@@ -315,7 +315,7 @@ scrub_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
 	struct scrub_ctx	*x = rs->arg;
 	struct region		*r = x->r;
 
-	return (uffd_premap(r, uffd_region_addr(r) + idx * r->page_size,
+	return (uffd_premap(r, region_addr(r) + idx * r->page_size,
 	    n * r->page_size, done));
 }
 
@@ -325,7 +325,7 @@ scrub_op_wake(struct resolve *rs, uint64_t idx, uint64_t n)
 	struct scrub_ctx	*x = rs->arg;
 	struct region		*r = x->r;
 
-	uffd_wake(r, uffd_region_addr(r) + idx * r->page_size,
+	uffd_wake(r, region_addr(r) + idx * r->page_size,
 	    n * r->page_size);
 }
 

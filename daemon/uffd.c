@@ -84,20 +84,13 @@ uffd_thread_cpu(pid_t pid, uint32_t tid)
 	return (cpu);
 }
 
-/* Where the region lies in the client now (a move changes it). */
-uint64_t
-uffd_region_addr(const struct region *r)
-{
-	return (__atomic_load_n(&r->addr, __ATOMIC_ACQUIRE));
-}
-
 /* Where the range lies in the process behind f (NULL: the client). */
 static uint64_t
 uffd_base(const struct region *r, const struct ufork *f)
 {
 	if (f != NULL)
 		return (atomic_load(&f->addr));
-	return (uffd_region_addr(r));
+	return (region_addr(r));
 }
 
 static int
@@ -226,7 +219,7 @@ uffd_remapped(struct region *r, struct ufork *f, uint64_t from, uint64_t to,
 			atomic_store(&f->addr, nb);
 			return;
 		}
-		__atomic_store_n(&r->addr, nb, __ATOMIC_RELEASE);
+		region_set_addr(r, nb);
 		h->addr = nb;
 		log_info("region %llu: moved from 0x%llx to 0x%llx",
 		    (unsigned long long)r->id, (unsigned long long)base,
@@ -713,7 +706,7 @@ uffd_unregister(struct region *r)
 			log_warn("region %llu: UFFDIO_UNREGISTER of a moved "
 			    "piece", (unsigned long long)r->id);
 	}
-	range.start = uffd_region_addr(r);
+	range.start = region_addr(r);
 	range.len = r->len;
 	if (ioctl(r->uffd, UFFDIO_UNREGISTER, &range) == -1) {
 		error = -errno;
