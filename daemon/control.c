@@ -553,6 +553,9 @@ control_reset(struct client *c, struct hpz_msg *m)
 	if (error == -EINVAL)
 		return (control_refuse(c, m->u.hdr.seq, error, "reset",
 		    "range is not aligned to the region's pages"));
+	if (error == -ENOMEM)
+		return (control_refuse(c, m->u.hdr.seq, error, "reset",
+		    "the daemon is out of memory: nothing was reset"));
 	if (error != 0)
 		return (control_refuse(c, m->u.hdr.seq, error, "reset",
 		    "cannot trap the range's faults again (UFFDIO_REGISTER "

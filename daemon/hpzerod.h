@@ -33,6 +33,8 @@ struct region_reset;
 TAILQ_HEAD(uforks, ufork);
 TAILQ_HEAD(region_resets, region_reset);
 #define REGION_MOVED_MAX	4
+/* Children's uffds a region out of memory keeps until its release. */
+#define UFFD_LOST_FORKS		4
 
 struct region {
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
@@ -104,6 +106,9 @@ struct region {
 	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
 						   away: addr, len */
 	int			 nmoved;
+	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
+						   we had no memory for */
+	int			 nlost;
 	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
 	atomic_int		 stray_n;	/* times in a row */
 
@@ -333,7 +338,7 @@ uint64_t	 region_addr(const struct region *);
 void		 region_set_addr(struct region *, uint64_t addr);
 uint64_t	 region_page_index(const struct region *, uint64_t addr);
 void		 region_work_done(struct region *);
-int		 region_set_policy(struct region *, uint32_t flags, int prio);
+void		 region_set_policy(struct region *, uint32_t flags, int prio);
 int		 region_populate(struct region *, uint64_t idx, uint64_t n);
 int		 region_check_mapping(pid_t pid, uint64_t addr, uint64_t len,
 		    dev_t dev, ino_t ino, uint64_t offset, char *why,

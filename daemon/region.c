@@ -811,8 +811,12 @@ region_reset_work(struct region *r)
 			if (rr->next < rr->end) {
 				if (r->reset_ev == NULL &&
 				    (r->reset_ev = event_new(hpzd_base, -1, 0,
-				    region_reset_cb, r)) == NULL)
-					fatalx("cannot schedule a reset");
+				    region_reset_cb, r)) == NULL) {
+					/* Its destroy answers the resets. */
+					uffd_region_refused(r, "out of memory "
+					    "for the rest of a reset");
+					return;
+				}
 				event_active(r->reset_ev, EV_TIMEOUT, 0);
 				return;
 			}
@@ -833,7 +837,8 @@ region_reset_work(struct region *r)
  * No page a client's state calls busy is waited for (only our own holds
  * count), and nothing blocks the loop.  Returns 0 when done now (the
  * caller answers), 1 when done(arg, 0) will be called later from the loop
- * (done(arg, -ECANCELED) if the region goes first), or -EINVAL.
+ * (done(arg, -ECANCELED) if the region goes first), -EINVAL, -ENOMEM
+ * (nothing reset), or intercept_on's error.
  */
 int
 region_reset(struct region *r, uint64_t addr, uint64_t len,
@@ -846,20 +851,27 @@ region_reset(struct region *r, uint64_t addr, uint64_t len,
 	if ((addr - region_addr(r)) % r->page_size != 0 ||
 	    len % r->page_size != 0)
 		return (-EINVAL);
+	/* Before anything is marked: out of memory, nothing was reset. */
+	if ((rr = calloc(1, sizeof(*rr))) == NULL) {
+		log_warn("region %llu: reset", (unsigned long long)r->id);
+		return (-ENOMEM);
+	}
 	/* Faults must come to us before anything is garbage. */
-	if ((error = intercept_on(r)) != 0)
+	if ((error = intercept_on(r)) != 0) {
+		free(rr);
 		return (error == -EINVAL ? -EFAULT : error);
+	}
 	first = region_page_index(r, addr);
 	n = len / r->page_size;
 	if (TAILQ_EMPTY(&r->resets) && n <= REGION_RESET_SLICE) {
 		resolve_reset(&r->rt, first, n);
-		if (resolve_resets_pending(&r->rt) == 0)
+		if (resolve_resets_pending(&r->rt) == 0) {
+			free(rr);
 			return (0);
+		}
 		first += n;	/* marked: only the answer waits */
 		n = 0;
 	}
-	if ((rr = calloc(1, sizeof(*rr))) == NULL)
-		fatal("calloc");
 	rr->next = first;
 	rr->end = first + n;
 	rr->done = done;
@@ -950,13 +962,12 @@ region_page_node(const struct region *r, uint64_t idx)
 }
 
 /* New flags and priority for a registered region (HPZ_DISCARD stays). */
-int
+void
 region_set_policy(struct region *r, uint32_t flags, int prio)
 {
 	r->flags = (r->flags & HPZ_DISCARD) | (flags & ~HPZ_DISCARD);
 	r->priority = prio;
 	scrub_add(r, 0);
-	return (0);
 }
 
 /*

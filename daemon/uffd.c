@@ -239,6 +239,24 @@ uffd_remapped(struct region *r, struct ufork *f, uint64_t from, uint64_t to,
 }
 
 /*
+ * Out of memory for a child's uffd: the region is let go, and the uffd
+ * kept until its garbage is punched (closing it earlier would let the
+ * kernel map the child garbage pages): uffd_forks_release closes it.
+ * Past UFFD_LOST_FORKS such uffds it stays open, its child's faults on
+ * the range waiting until the child exits: never a stale byte.
+ */
+static void
+uffd_fork_lost(struct region *r, int ufd)
+{
+	if (r->nlost < UFFD_LOST_FORKS)
+		r->lost[r->nlost++] = ufd;
+	else
+		log_warnx("region %llu: a child's uffd is left open",
+		    (unsigned long long)r->id);
+	uffd_region_refused(r, "out of memory for its forked child");
+}
+
+/*
  * A process with the region mapped forked without MADV_DONTFORK: its
  * child's copy of the range is registered on a new uffd, ufd.  The child
  * maps pages of the same file, so its faults are served with the same
@@ -250,8 +268,10 @@ uffd_forked(struct region *r, struct ufork *parent, int ufd)
 	struct ufork	*f;
 	int		 fl;
 
-	if ((f = calloc(1, sizeof(*f))) == NULL)
-		fatal("calloc");
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		uffd_fork_lost(r, ufd);
+		return;
+	}
 	fl = fcntl(ufd, F_GETFL);
 	if (fl == -1 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK) == -1)
 		log_warn("region %llu: child's uffd", (unsigned long long)r->id);
@@ -337,8 +357,14 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 	for (i = 0; i < count; i++) {
 		if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 			continue;
-		if ((w = calloc(1, sizeof(*w))) == NULL)
-			fatal("calloc");
+		/*
+		 * Out of memory: the region goes; its release unregisters
+		 * the range (or closes the child's uffd), waking the fault.
+		 */
+		if ((w = calloc(1, sizeof(*w))) == NULL) {
+			uffd_region_refused(r, "out of memory for a fault");
+			continue;
+		}
 		w->type = WORK_FAULT;
 		atomic_fetch_add(&stats.faults_inflight, 1);
 		w->region = r;
@@ -576,7 +602,25 @@ uffd_forks_release(struct region *r)
 		uffd_fork_release(f);
 		pthread_mutex_lock(&r->evlock);
 	}
+	while (r->nlost > 0)
+		close(r->lost[--r->nlost]);
 	pthread_mutex_unlock(&r->evlock);
+}
+
+/*
+ * Out of memory to watch a child's exit: as if it had no pidfd, the child
+ * is let go once its range is gone or its uffd fails.
+ */
+static void
+uffd_fork_unwatched(struct region *r, struct ufork *f)
+{
+	log_warnx("region %llu: cannot watch a child's exit (out of memory): "
+	    "it is let go with its range", (unsigned long long)r->id);
+	if (f->pidev != NULL)
+		event_free(f->pidev);
+	f->pidev = NULL;
+	close(f->pidfd);
+	f->pidfd = -2;
 }
 
 /*
@@ -604,9 +648,10 @@ uffd_main_region(struct region *r)
 			f->ev = event_new(hpzd_base, f->uffd,
 			    EV_READ | EV_PERSIST, uffd_fork_read_cb, f);
 			if (f->ev == NULL || event_add(f->ev, NULL) == -1)
-				fatalx("cannot watch a child's uffd");
-			/* Faults may have come before we watched. */
-			event_active(f->ev, EV_READ, 0);
+				uffd_region_refused(r, "cannot watch its "
+				    "forked child's uffd (out of memory)");
+			else	/* Faults may have come before we watched. */
+				event_active(f->ev, EV_READ, 0);
 		}
 		/*
 		 * A fault told us a thread of the child, still alive (it is
@@ -621,7 +666,7 @@ uffd_main_region(struct region *r)
 				    uffd_fork_exit_cb, f);
 				if (f->pidev == NULL ||
 				    event_add(f->pidev, NULL) == -1)
-					fatalx("cannot watch a child");
+					uffd_fork_unwatched(r, f);
 			}
 		}
 	}
