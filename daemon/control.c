@@ -227,8 +227,10 @@ control_listen(const char *path, int *from_systemd)
 		return (-1);
 	}
 	if (n > 0 && (control_stored_fds = calloc((size_t)n,
-	    sizeof(int))) == NULL)
-		fatal("calloc");
+	    sizeof(int))) == NULL) {
+		log_warn("the %d fds systemd passed", n);
+		return (-1);
+	}
 	for (i = 0; i < n; i++) {
 		control_stored_fds[i] = SD_LISTEN_FDS_START + i;
 		if (names != NULL && names[i] != NULL &&

@@ -562,14 +562,19 @@ scrub_configure(const struct conf *c)
 			scrub_add(r, 0);
 }
 
-/* Start the background threads, one per online CPU unless told. */
+/*
+ * Start the background threads, one per online CPU unless told: 0, or
+ * with none running and what failed logged, a negative errno.
+ */
 int
 scrub_start(const struct conf *c)
 {
-	int	i, n, cpu, error;
+	int	i, n, cpu, error = 0;
 
-	if ((scrub_global = bucket_new(c->background_gbs)) == NULL)
+	if ((scrub_global = bucket_new(c->background_gbs)) == NULL) {
+		log_warn("scrub: its budget");
 		return (-ENOMEM);
+	}
 	scrub_configure(c);
 	n = c->scrub_threads > 0 ? c->scrub_threads :
 	    (topo.ncpus > 0 ? topo.ncpus : 1);
@@ -577,8 +582,11 @@ scrub_start(const struct conf *c)
 		n = HPZD_WORKERS_MAX;
 	scrub_threads = calloc((size_t)n, sizeof(*scrub_threads));
 	scrub_cpus = calloc((size_t)n, sizeof(*scrub_cpus));
-	if (scrub_threads == NULL || scrub_cpus == NULL)
+	if (scrub_threads == NULL || scrub_cpus == NULL) {
+		log_warn("scrub: %d threads", n);
+		scrub_stop();
 		return (-ENOMEM);
+	}
 	cpu = -1;
 	for (i = 0; i < n; i++) {
 		scrub_cpus[i] = -1;
@@ -588,15 +596,18 @@ scrub_start(const struct conf *c)
 			while (!topo.cpu_online[cpu]);
 			scrub_cpus[i] = cpu;
 		}
-		error = pthread_create(&scrub_threads[i], NULL, scrub_main,
-		    (void *)(intptr_t)i);
-		if (error != 0) {
-			errno = error;
-			fatal("pthread_create");
+		if ((error = pthread_create(&scrub_threads[i], NULL,
+		    scrub_main, (void *)(intptr_t)i)) != 0) {
+			log_warnx("scrub thread %d: pthread_create: %s", i,
+			    strerror(error));
+			error = -error;
+			break;
 		}
 	}
-	scrub_nthreads = n;
-	return (0);
+	scrub_nthreads = i;
+	if (error != 0)
+		scrub_stop();
+	return (error);
 }
 
 void
