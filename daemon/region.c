@@ -571,6 +571,14 @@ region_resolve_init(struct region *r)
 }
 
 /*
+ * A drain looks again this often (ns) for work parked or deferred
+ * meanwhile: short, since the event loop waits with it.  One that took
+ * REGION_DRAIN_WARN_MS or more is said in the log.
+ */
+#define REGION_DRAIN_POLL_NS	10000000L
+#define REGION_DRAIN_WARN_MS	100
+
+/*
  * Block until every work item of the region has finished.  What is parked
  * (a page held, the region going) or deferred (the client's mm changing)
  * is let go instead of waited for: nothing a client does keeps us here.
@@ -605,7 +613,7 @@ region_drain(struct region *r)
 		}
 		/* Again soon: a holder may park or defer more meanwhile. */
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000 * 1000;
+		ts.tv_nsec += REGION_DRAIN_POLL_NS;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -613,7 +621,8 @@ region_drain(struct region *r)
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 		pthread_mutex_unlock(&r->lock);
 	}
-	if ((waited = (stats_now_ns() - t0) / 1000000) >= 100)
+	if ((waited = (stats_now_ns() - t0) / 1000000) >=
+	    REGION_DRAIN_WARN_MS)
 		log_warnx("region %llu: waited %llu ms for its work in flight "
 		    "before letting it go (the event loop waits with it)",
 		    (unsigned long long)r->id, (unsigned long long)waited);

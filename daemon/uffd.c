@@ -46,6 +46,11 @@
 #define UFFD_RETRY_MAX_NS	64000000ULL
 /* How often tampering with a region's page state is logged at most. */
 #define UFFD_TAMPER_LOG_NS	10000000000ULL
+/*
+ * One stray fault in this many is logged: a range that grew or moved can
+ * fault outside its region at fault rate, and the log must not follow.
+ */
+#define UFFD_STRAY_LOG_EVERY	1000
 /* Faults in a row on one page outside the region before it is poisoned. */
 #define UFFD_STRAY_POISON	3
 
@@ -844,7 +849,8 @@ uffd_stray(struct region *r, struct ufork *f, uint64_t addr)
 	uint64_t	page = addr & ~(r->page_size - 1), last;
 	int		n;
 
-	if (atomic_fetch_add(&stats.faults_stray, 1) % 1000 == 0)
+	if (atomic_fetch_add(&stats.faults_stray, 1) % UFFD_STRAY_LOG_EVERY ==
+	    0)
 		log_warnx("region %llu: fault at 0x%llx outside the region",
 		    (unsigned long long)r->id, (unsigned long long)addr);
 	last = atomic_exchange(&r->stray_page, page);

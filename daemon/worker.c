@@ -184,6 +184,14 @@ worker_push(struct worker *w, struct work *item)
 		fatal("worker %d: wake", w->id);
 }
 
+/*
+ * The hash that spreads faults over workers: region id times a prime, plus
+ * the page index.  Adjacent pages of one region go to different workers,
+ * and the same page index of two regions does not land together (a prime
+ * shares no factor with the worker count).
+ */
+#define WORKER_ROUTE_PRIME	7919
+
 /* Route a fault read on the main thread to its worker. */
 void
 worker_submit(struct work *item, int fault_cpu, int page_node)
@@ -191,7 +199,7 @@ worker_submit(struct work *item, int fault_cpu, int page_node)
 	uint64_t	hash;
 	int		i;
 
-	hash = item->region->id * 7919 +
+	hash = item->region->id * WORKER_ROUTE_PRIME +
 	    region_page_index(item->region, item->addr);
 	if (worker_config.route == ROUTE_HASH)
 		fault_cpu = -1;

@@ -554,7 +554,7 @@ lib_any_mapped(uintptr_t addr, size_t len, long page)
 	if ((fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) == -1)
 		return (1);
 	for (a = addr; a < addr + len && !mapped; a += (uintptr_t)page) {
-		if (pread(fd, &ent, sizeof(ent), (off_t)(a / 4096 *
+		if (pread(fd, &ent, sizeof(ent), (off_t)(a / LIB_BASE_PAGE *
 		    sizeof(ent))) != (ssize_t)sizeof(ent))
 			mapped = 1;
 		else if (ent & (1ULL << 63))
@@ -624,11 +624,12 @@ hpz_register(const struct hpz_region *region)
 	}
 	if ((error = lib_uffd_features(&offered)) != 0)
 		goto out;
-	need = page > 4096 ? UFFD_FEATURE_MINOR_HUGETLBFS :
+	need = (uint64_t)page > LIB_BASE_PAGE ? UFFD_FEATURE_MINOR_HUGETLBFS :
 	    UFFD_FEATURE_MINOR_SHMEM;
 	if ((offered & need) == 0) {
 		error = lib_fail(-ENOTSUP, "the kernel offers no userfaultfd "
-		    "minor faults for %s", page > 4096 ? "hugetlbfs" : "shmem");
+		    "minor faults for %s", (uint64_t)page > LIB_BASE_PAGE ?
+		    "hugetlbfs" : "shmem");
 		goto out;
 	}
 	if ((uffd = lib_uffd_open()) < 0) {
