@@ -1215,7 +1215,15 @@ uffd_defer(struct uffd_batch *b, struct work *w, uint64_t idx)
 	worker_defer(w, w->backoff);
 }
 
-/* What the transaction did, fault by fault. */
+/*
+ * What the transaction did, fault by fault.  r stays ours only while the
+ * batch holds one of its faults that the main thread cannot take: each
+ * counts in r->inflight, which region_destroy drains first, and a fault
+ * parked or deferred is one it takes (and lets go).  So every touch of r
+ * below comes before the fault it is made for is let go, parked or
+ * deferred; a fault lost (its file refused the clear) is parked only once
+ * the region is released, for the release touches r.
+ */
 static void
 uffd_finish(struct uffd_batch *b)
 {
@@ -1247,9 +1255,7 @@ uffd_finish(struct uffd_batch *b)
 			uffd_defer(b, w, idx);
 			break;
 		case RESOLVE_LOST:
-			/* Parked: the release's unregister wakes it. */
-			lost = 1;
-			resolve_park(&r->rt, &w->park);
+			lost = 1;	/* parked below */
 			break;
 		case RESOLVE_FAILED:
 			uffd_failed(r, b->f, idx, b->base + idx *
@@ -1265,9 +1271,15 @@ uffd_finish(struct uffd_batch *b)
 			break;
 		}
 	}
-	if (lost)
+	/* Parked after the release: its unregister wakes them. */
+	if (lost) {
 		uffd_region_refused(r, "its file refused a fault's clear "
 		    "(truncated or punched under us)");
+		for (i = 0; i < b->nitems; i++)
+			if (rs->result[b->iidx[i] - rs->hold.lo] ==
+			    RESOLVE_LOST)
+				resolve_park(&r->rt, &b->item[i]->park);
+	}
 	/* Candidates left over: duplicates of a page just mapped, or later. */
 	for (k = 0; k < b->nc; k++) {
 		if ((w = b->cand[k]) == NULL)
