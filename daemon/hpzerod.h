@@ -221,6 +221,7 @@ struct topo {
 	uint64_t	 llc_share;		/* llc_size / llc_sharing */
 };
 extern struct topo	 topo;
+ssize_t		 topo_read_file(const char *path, char *buf, size_t len);
 int		 topo_parse_list(const char *list, int *set, int max);
 int		 topo_read_llc(const char *root, int cpu, uint64_t *size,
 		    int *sharing);

@@ -65,19 +65,13 @@ int
 uffd_thread_cpu(pid_t pid, uint32_t tid)
 {
 	char	 path[64], buf[1024], *p;
-	ssize_t	 n;
-	int	 fd, field, cpu = -1;
+	int	 field, cpu = -1;
 
 	if (pid <= 0 || tid == 0)
 		return (-1);
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", (int)pid, tid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (topo_read_file(path, buf, sizeof(buf)) <= 0)
 		return (-1);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return (-1);
-	buf[n] = '\0';
 	/* The name may hold spaces and parentheses: start after the last ')'. */
 	if ((p = strrchr(buf, ')')) == NULL)
 		return (-1);
