@@ -288,6 +288,8 @@ struct stats {
 
 /* globals.c: set up by hpzerod.c */
 extern struct event_base	*hpzd_base;
+int		 hpzd_thread_start(pthread_t *, void *(*)(void *),
+		    const char *name);
 extern uint64_t			 hpzd_start_ns;
 
 /* log.c */

@@ -110,9 +110,7 @@ prep_done_cb(int fd, short events, void *arg)
 int
 prep_start(void)
 {
-	sigset_t	all, old;
-
-	int		error;
+	int	error;
 
 	if (prep_running)
 		return (0);
@@ -128,17 +126,9 @@ prep_start(void)
 		error = -ENOMEM;
 		goto fail;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if ((error = pthread_create(&prep_thread, NULL, prep_main, NULL)) !=
-	    0) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		log_warnx("prep: pthread_create: %s", strerror(error));
-		error = -error;
+	if ((error = hpzd_thread_start(&prep_thread, prep_main,
+	    "hpzd-prep")) != 0)
 		goto fail;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_setname_np(prep_thread, "hpzd-prep");
 	prep_running = 1;
 	return (0);
 fail:

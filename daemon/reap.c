@@ -263,8 +263,6 @@ int
 reap_start(void)
 {
 	struct sigaction	sa;
-	sigset_t		all, old;
-
 	int			error;
 
 	if (reap_running)
@@ -282,17 +280,9 @@ reap_start(void)
 		log_warn("reaper: sigaction");
 		goto fail;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if ((error = pthread_create(&reap_thread, NULL, reap_main, NULL)) !=
-	    0) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		log_warnx("reaper: pthread_create: %s", strerror(error));
-		error = -error;
+	if ((error = hpzd_thread_start(&reap_thread, reap_main,
+	    "hpzd-reap")) != 0)
 		goto fail;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_setname_np(reap_thread, "hpzd-reap");
 	reap_running = 1;
 	return (0);
 fail:
