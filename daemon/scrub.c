@@ -255,19 +255,6 @@ scrub_op_populate(struct resolve *rs, uint64_t idx, uint64_t n)
 	return (region_populate(x->r, idx, n));
 }
 
-struct scrub_extent {
-	char	*p;
-	size_t	 len;
-};
-
-static void
-scrub_extent_body(void *arg)
-{
-	struct scrub_extent	*e = arg;
-
-	clear_bulk(e->p, e->len);
-}
-
 /*
  * Clear one garbage page with streaming stores, an extent at a time, each
  * behind a recovery point (clear.c): the client may truncate or punch its
@@ -282,7 +269,6 @@ scrub_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 {
 	struct scrub_ctx	*x = rs->arg;
 	struct region		*r = x->r;
-	struct scrub_extent	 e;
 	uint64_t		 ext, off, len, t0;
 	char			*page = (char *)r->map + lo * r->page_size;
 
@@ -294,10 +280,8 @@ scrub_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 		if (off != 0 && atomic_load(&r->rt.nwaiting) != 0)
 			return (-EINTR);
 		len = r->page_size - off < ext ? r->page_size - off : ext;
-		e.p = page + off;
-		e.len = len;
 		t0 = stats_now_ns();
-		if (clear_guarded(e.p, e.len, scrub_extent_body, &e) != 0)
+		if (clear_bulk_guarded(page + off, len) != 0)
 			return (-EFAULT);
 		atomic_fetch_add(&stats.bg_ns, stats_now_ns() - t0);
 	}
