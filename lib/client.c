@@ -216,6 +216,51 @@ lib_disconnect(void)
 }
 
 /*
+ * Send req (its seq set) on sock and wait up to timeout_ms for its reply,
+ * validated: of type want, or a plain reply (the daemon's status).  0, or
+ * a negative errno (lib_fail) when the connection is no good any more.
+ */
+int
+lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want, int timeout_ms)
+{
+	struct hpz_msg_header	*hdr = req;
+	struct pollfd		 pfd = { .fd = sock, .events = POLLIN };
+	char			 why[128] = "";
+	ssize_t			 n;
+	int			 error;
+
+	if (proto_send(sock, req, len, fds, nfds) != (ssize_t)len) {
+		error = -errno;
+		return (lib_fail(error, "cannot send to hpzerod: %s",
+		    strerror(-error)));
+	}
+	for (;;) {
+		n = poll(&pfd, 1, timeout_ms);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
+		n = proto_recv(sock, reply);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		break;
+	}
+	if (n <= 0) {
+		error = n == 0 ? -ECONNRESET : -errno;
+		return (lib_fail(error, "hpzerod closed the connection"));
+	}
+	if (proto_validate(reply, why, sizeof(why)) != 0 ||
+	    reply->u.hdr.seq != hdr->seq ||
+	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
+		proto_close_fds(reply);
+		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
+		    why[0] != '\0' ? why : "unexpected type or sequence"));
+	}
+	return (0);
+}
+
+/*
  * Send a request and wait for its reply (lock held).  The reply is
  * validated; the daemon's status is returned with its text as the error.
  */
@@ -224,47 +269,15 @@ lib_call(void *req, size_t len, const int *fds, int nfds,
     struct hpz_msg *reply, uint16_t want)
 {
 	struct hpz_msg_header	*hdr = req;
-	struct pollfd		 pfd;
-	char			 why[128];
-	ssize_t			 n;
 	int			 error;
 
 	if ((error = lib_connect()) != 0)
 		return (error);
 	hdr->seq = ++lib_seq;
-	if (proto_send(lib_sock, req, len, fds, nfds) != (ssize_t)len) {
-		error = -errno;
+	if ((error = lib_exchange(lib_sock, req, len, fds, nfds, reply, want,
+	    LIB_REPLY_TIMEOUT_MS)) != 0) {
 		lib_disconnect();
-		return (lib_fail(error, "cannot send to hpzerod: %s",
-		    strerror(-error)));
-	}
-	pfd.fd = lib_sock;
-	pfd.events = POLLIN;
-	for (;;) {
-		n = poll(&pfd, 1, LIB_REPLY_TIMEOUT_MS);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			lib_disconnect();
-			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
-		}
-		n = proto_recv(lib_sock, reply);
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		break;
-	}
-	if (n <= 0) {
-		error = n == 0 ? -ECONNRESET : -errno;
-		lib_disconnect();
-		return (lib_fail(error, "hpzerod closed the connection"));
-	}
-	if (proto_validate(reply, why, sizeof(why)) != 0 ||
-	    reply->u.hdr.seq != hdr->seq ||
-	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
-		proto_close_fds(reply);
-		lib_disconnect();
-		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
-		    why[0] != '\0' ? why : "unexpected type or sequence"));
+		return (error);
 	}
 	if (reply->u.hdr.type == HPZ_MSG_REPLY && reply->u.reply.error != 0)
 		return (lib_fail(reply->u.reply.error, "hpzerod: %s",

@@ -68,6 +68,9 @@ int		 lib_is_registered(const struct hpz_region *region);
 void		 lib_forget(const struct hpz_region *region);
 int		 lib_connect(void);
 void		 lib_disconnect(void);
+int		 lib_exchange(int sock, void *req, size_t len, const int *fds,
+		    int nfds, struct hpz_msg *reply, uint16_t want,
+		    int timeout_ms);
 int		 lib_call(void *req, size_t len, const int *fds, int nfds,
 		    struct hpz_msg *reply, uint16_t want);
 void		 lib_region_free(struct lib_region *lr);
