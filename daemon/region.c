@@ -979,24 +979,12 @@ region_set_policy(struct region *r, uint32_t flags, int prio)
 	scrub_add(r, 0);
 }
 
-/*
- * Allocate pages [idx, idx+n) of the file: the kernel zeroes new ones, and
- * existing ones (data or not) stay as they are.  Faulting them in through
- * our mapping runs in parallel (a page lock each); fallocate, which holds
- * the file's lock, is the fallback for kernels without MADV_POPULATE_WRITE.
- */
+/* Allocate pages [idx, idx+n) of the file (state_populate). */
 int
 region_populate(struct region *r, uint64_t idx, uint64_t n)
 {
-	if (madvise((char *)r->map + idx * r->page_size, n * r->page_size,
-	    MADV_POPULATE_WRITE) == 0)
-		return (0);
-	if (errno != EINVAL)
-		return (-errno);
-	if (fallocate(r->fd, 0, (off_t)(r->offset + idx * r->page_size),
-	    (off_t)(n * r->page_size)) == -1)
-		return (-errno);
-	return (0);
+	return (state_populate(r->map, r->fd, r->offset, r->page_size, idx,
+	    n));
 }
 
 /*

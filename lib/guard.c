@@ -409,15 +409,8 @@ lib_wake(struct lib_region *lr, uint64_t addr, uint64_t len)
 static int
 lib_populate(struct lib_region *lr, uint64_t idx, uint64_t n)
 {
-	if (madvise((char *)lr->map + idx * lr->page_size, n * lr->page_size,
-	    MADV_POPULATE_WRITE) == 0)
-		return (0);
-	if (errno != EINVAL)
-		return (-errno);
-	if (fallocate(lr->fd, 0, (off_t)(lr->offset + idx * lr->page_size),
-	    (off_t)(n * lr->page_size)) == -1)
-		return (-errno);
-	return (0);
+	return (state_populate(lr->map, lr->fd, lr->offset, lr->page_size,
+	    idx, n));
 }
 
 static int
