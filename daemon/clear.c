@@ -608,6 +608,23 @@ clear_range_guarded(void *p, size_t len)
 	return (clear_guarded(p, len, clear_range_body, &s));
 }
 
+static void
+clear_bulk_body(void *arg)
+{
+	struct clear_span	*s = arg;
+
+	clear_bulk(s->p, s->len);
+}
+
+/* clear_bulk (streaming stores) behind a recovery point: 0, or -EFAULT. */
+int
+clear_bulk_guarded(void *p, size_t len)
+{
+	struct clear_span	s = { p, len };
+
+	return (clear_guarded(p, len, clear_bulk_body, &s));
+}
+
 /* Pages clear_pages works on. */
 struct clear_batch {
 	char			*base;

@@ -59,6 +59,7 @@ void		 clear_range(void *p, size_t len);
 int		 clear_guarded(void *p, size_t len, void (*body)(void *),
 		    void *arg);
 int		 clear_range_guarded(void *p, size_t len);
+int		 clear_bulk_guarded(void *p, size_t len);
 int		 clear_pages(char *base, size_t page_size, size_t n,
 		    const uint64_t *fault_off, size_t hot,
 		    struct clear_cost *);

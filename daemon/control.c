@@ -227,8 +227,10 @@ control_listen(const char *path, int *from_systemd)
 		return (-1);
 	}
 	if (n > 0 && (control_stored_fds = calloc((size_t)n,
-	    sizeof(int))) == NULL)
-		fatal("calloc");
+	    sizeof(int))) == NULL) {
+		log_warn("the %d fds systemd passed", n);
+		return (-1);
+	}
 	for (i = 0; i < n; i++) {
 		control_stored_fds[i] = SD_LISTEN_FDS_START + i;
 		if (names != NULL && names[i] != NULL &&
@@ -372,7 +374,7 @@ control_region_ready(struct region *r)
 		log_info("region %llu of pid %d taken back from systemd's fd "
 		    "store: 0x%llx +%llu MiB, %llu garbage pages, waiters "
 		    "woken", (unsigned long long)id, (int)r->pid,
-		    (unsigned long long)uffd_region_addr(r),
+		    (unsigned long long)region_addr(r),
 		    (unsigned long long)(r->len >> 20),
 		    (unsigned long long)r->garbage_found);
 		return;
@@ -386,7 +388,7 @@ control_region_ready(struct region *r)
 		log_info("client %llu (pid %d): region %llu registered: 0x%llx "
 		    "+%llu MiB, %llu KiB pages, %s%s",
 		    (unsigned long long)c->id, (int)c->pid,
-		    (unsigned long long)id, (unsigned long long)r->addr,
+		    (unsigned long long)id, (unsigned long long)region_addr(r),
 		    (unsigned long long)(r->len >> 20),
 		    (unsigned long long)(r->page_size >> 10),
 		    r->fs_magic == HUGETLBFS_MAGIC ? "hugetlbfs" : "shmem",
@@ -443,7 +445,7 @@ control_register(struct client *c, struct hpz_msg *m)
 	 */
 	if ((r = region_find_state(m->fds[2])) != NULL) {
 		if (r->pid != c->pid || r->client->uid != c->uid ||
-		    uffd_region_addr(r) != m->u.reg.addr ||
+		    region_addr(r) != m->u.reg.addr ||
 		    r->len != m->u.reg.len || r->waiter != NULL) {
 			proto_close_fds(m);
 			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
@@ -553,6 +555,9 @@ control_reset(struct client *c, struct hpz_msg *m)
 	if (error == -EINVAL)
 		return (control_refuse(c, m->u.hdr.seq, error, "reset",
 		    "range is not aligned to the region's pages"));
+	if (error == -ENOMEM)
+		return (control_refuse(c, m->u.hdr.seq, error, "reset",
+		    "the daemon is out of memory: nothing was reset"));
 	if (error != 0)
 		return (control_refuse(c, m->u.hdr.seq, error, "reset",
 		    "cannot trap the range's faults again (UFFDIO_REGISTER "

@@ -70,16 +70,9 @@ static long long
 cost_read_ll(const char *path)
 {
 	char	buf[32];
-	ssize_t	n;
-	int	fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (topo_read_file(path, buf, sizeof(buf)) <= 0)
 		return (-1);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return (-1);
-	buf[n] = '\0';
 	return (strtoll(buf, NULL, 10));
 }
 

@@ -193,8 +193,7 @@ fdstore_check_state(int sfd, int fd, struct fdstore_rel *rel, char *why,
 		return (-1);
 	}
 	rel->npages = (uint64_t)sb.st_size - HPZ_STATE_PAGES_OFF;
-	if (h.npages != rel->npages || h.page_size < 4096 ||
-	    (h.page_size & (h.page_size - 1)) != 0 ||
+	if (h.npages != rel->npages || !proto_page_size_ok(h.page_size) ||
 	    h.len / h.page_size != rel->npages || h.len % h.page_size != 0 ||
 	    h.offset % h.page_size != 0 || h.offset > INT64_MAX - h.len) {
 		snprintf(why, whylen, "its state header (%llu pages of %llu "

@@ -33,6 +33,8 @@ struct region_reset;
 TAILQ_HEAD(uforks, ufork);
 TAILQ_HEAD(region_resets, region_reset);
 #define REGION_MOVED_MAX	4
+/* Children's uffds a region out of memory keeps until its release. */
+#define UFFD_LOST_FORKS		4
 
 struct region {
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
@@ -40,7 +42,7 @@ struct region {
 	struct client		*client;
 	uint64_t		 id;
 
-	uint64_t		 addr;		/* in the client */
+	uint64_t		 addr;		/* in the client: region_addr() */
 	uint64_t		 len;
 	uint64_t		 offset;	/* in the file */
 	uint64_t		 page_size;
@@ -104,6 +106,9 @@ struct region {
 	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
 						   away: addr, len */
 	int			 nmoved;
+	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
+						   we had no memory for */
+	int			 nlost;
 	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
 	atomic_int		 stray_n;	/* times in a row */
 
@@ -216,6 +221,7 @@ struct topo {
 	uint64_t	 llc_share;		/* llc_size / llc_sharing */
 };
 extern struct topo	 topo;
+ssize_t		 topo_read_file(const char *path, char *buf, size_t len);
 int		 topo_parse_list(const char *list, int *set, int max);
 int		 topo_read_llc(const char *root, int cpu, uint64_t *size,
 		    int *sharing);
@@ -282,6 +288,8 @@ struct stats {
 
 /* globals.c: set up by hpzerod.c */
 extern struct event_base	*hpzd_base;
+int		 hpzd_thread_start(pthread_t *, void *(*)(void *),
+		    const char *name);
 extern uint64_t			 hpzd_start_ns;
 
 /* log.c */
@@ -329,9 +337,11 @@ int		 region_reset(struct region *, uint64_t addr, uint64_t len,
 		    void (*done)(void *, int), void *arg);
 void		 region_reset_work(struct region *);
 void		 region_resolve_init(struct region *);
+uint64_t	 region_addr(const struct region *);
+void		 region_set_addr(struct region *, uint64_t addr);
 uint64_t	 region_page_index(const struct region *, uint64_t addr);
 void		 region_work_done(struct region *);
-int		 region_set_policy(struct region *, uint32_t flags, int prio);
+void		 region_set_policy(struct region *, uint32_t flags, int prio);
 int		 region_populate(struct region *, uint64_t idx, uint64_t n);
 int		 region_check_mapping(pid_t pid, uint64_t addr, uint64_t len,
 		    dev_t dev, ino_t ino, uint64_t offset, char *why,
@@ -358,7 +368,6 @@ void		 uffd_tampered(struct region *, int n);
 void		 uffd_init(void);
 void		 uffd_region_init(struct region *);
 void		 uffd_forks_release(struct region *);
-uint64_t	 uffd_region_addr(const struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
 int		 uffd_unregister(struct region *);
 int		 uffd_thread_cpu(pid_t pid, uint32_t tid);

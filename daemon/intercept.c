@@ -137,7 +137,7 @@ intercept_on(struct region *r)
 	atomic_store(&r->aside, ASIDE_NONE);
 	if (atomic_load(&r->intercepting))
 		return (0);
-	if ((error = intercept_register(r->uffd, uffd_region_addr(r), r->len,
+	if ((error = intercept_register(r->uffd, region_addr(r), r->len,
 	    1)) != 0) {
 		log_warnx("region %llu: cannot intercept its faults again: "
 		    "UFFDIO_REGISTER: %s", (unsigned long long)r->id,
@@ -180,7 +180,7 @@ intercept_check(struct region *r)
 
 	if (!intercept_may_idle(r))
 		return;
-	error = intercept_register(r->uffd, uffd_region_addr(r), r->len, 0);
+	error = intercept_register(r->uffd, region_addr(r), r->len, 0);
 	if (error != 0) {
 		/* An older kernel: no uffd-wp on shared memory.  Stay. */
 		if (error != -ESRCH && error != -ENOMEM)
@@ -193,7 +193,7 @@ intercept_check(struct region *r)
 	}
 	atomic_store(&r->intercepting, 0);
 	atomic_fetch_add(&stats.intercept_off, 1);
-	(void)uffd_wake(r, uffd_region_addr(r), r->len);
+	(void)uffd_wake(r, region_addr(r), r->len);
 }
 
 /* Punch pages [first, first+n) of the region's file (resolve_drop). */

@@ -807,7 +807,10 @@ pool_open_count(int node, const char *dir, const char *name)
 	return (open(path, O_RDONLY | O_CLOEXEC));
 }
 
-/* Make the pools and start a filler a node (before we serve). */
+/*
+ * Make the pools and start a filler a node (before we serve): 0, or with
+ * nothing left running and what failed logged, a negative errno.
+ */
 int
 pool_start(const struct conf *c)
 {
@@ -825,8 +828,12 @@ pool_start(const struct conf *c)
 		pool_nnodes = TOPO_NODES_MAX;
 	pool_npools = POOL_NSIZES * pool_nnodes;
 	if ((pool_all = calloc((size_t)pool_npools, sizeof(*pool_all))) ==
-	    NULL || (pool_bucket = bucket_new(0)) == NULL)
-		return (-ENOMEM);
+	    NULL || (pool_bucket = bucket_new(0)) == NULL) {
+		log_warn("pool: %d pools", pool_npools);
+		pool_npools = 0;
+		error = -ENOMEM;
+		goto fail;
+	}
 	for (i = 0; i < pool_npools; i++) {
 		p = &pool_all[i];
 		p->psi = i / pool_nnodes;
@@ -847,24 +854,34 @@ pool_start(const struct conf *c)
 	}
 	pool_configure(c);
 
-	if ((pool_kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
-		return (-errno);
+	if ((pool_kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		error = -errno;
+		log_warn("pool: eventfd");
+		goto fail;
+	}
 	pool_kick_ev = event_new(hpzd_base, pool_kick_fd, EV_READ | EV_PERSIST,
 	    pool_kick_cb, NULL);
 	pool_timer_ev = evtimer_new(hpzd_base, pool_timer_cb, NULL);
 	if (pool_kick_ev == NULL || pool_timer_ev == NULL ||
-	    event_add(pool_kick_ev, NULL) == -1)
-		return (-ENOMEM);
+	    event_add(pool_kick_ev, NULL) == -1) {
+		log_warnx("pool: cannot make its events");
+		error = -ENOMEM;
+		goto fail;
+	}
 
 	if ((pool_threads = calloc((size_t)pool_nnodes,
-	    sizeof(*pool_threads))) == NULL)
-		return (-ENOMEM);
+	    sizeof(*pool_threads))) == NULL) {
+		log_warn("pool: %d threads", pool_nnodes);
+		error = -ENOMEM;
+		goto fail;
+	}
 	for (node = 0; node < pool_nnodes; node++) {
-		error = pthread_create(&pool_threads[node], NULL, pool_main,
-		    (void *)(intptr_t)node);
-		if (error != 0) {
-			errno = error;
-			fatal("pthread_create");
+		if ((error = pthread_create(&pool_threads[node], NULL,
+		    pool_main, (void *)(intptr_t)node)) != 0) {
+			log_warnx("pool: node %d: pthread_create: %s", node,
+			    strerror(error));
+			error = -error;
+			goto fail;
 		}
 		pool_nthreads++;
 	}
@@ -876,6 +893,9 @@ pool_start(const struct conf *c)
 			    (unsigned long long)atomic_load(&p->target),
 			    (unsigned long long)atomic_load(&pool_reserve[i]));
 	return (0);
+fail:
+	pool_stop();
+	return (error);
 }
 
 /* Stop the fillers; the files we still hold go, and their pages with them. */

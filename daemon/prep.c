@@ -110,26 +110,34 @@ prep_done_cb(int fd, short events, void *arg)
 int
 prep_start(void)
 {
-	sigset_t	all, old;
+	int	error;
 
 	if (prep_running)
 		return (0);
-	if ((prep_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
-		return (-1);
+	if ((prep_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		error = -errno;
+		log_warn("prep: eventfd");
+		return (error);
+	}
 	prep_ev = event_new(hpzd_base, prep_efd, EV_READ | EV_PERSIST,
 	    prep_done_cb, NULL);
-	if (prep_ev == NULL || event_add(prep_ev, NULL) == -1)
-		return (-1);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&prep_thread, NULL, prep_main, NULL) != 0) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		return (-1);
+	if (prep_ev == NULL || event_add(prep_ev, NULL) == -1) {
+		log_warnx("prep: cannot watch its eventfd");
+		error = -ENOMEM;
+		goto fail;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_setname_np(prep_thread, "hpzd-prep");
+	if ((error = hpzd_thread_start(&prep_thread, prep_main,
+	    "hpzd-prep")) != 0)
+		goto fail;
 	prep_running = 1;
 	return (0);
+fail:
+	if (prep_ev != NULL)
+		event_free(prep_ev);
+	prep_ev = NULL;
+	close(prep_efd);
+	prep_efd = -1;
+	return (error);
 }
 
 /* Finish what is queued (a stored region's garbage must go), then stop. */
@@ -159,25 +167,34 @@ static int
 prep_submit(void (*work)(struct prep_job *), void (*done)(struct prep_job *),
     void *arg, struct prep_job **out)
 {
-	struct prep_job	*j;
+	struct prep_job	*j, here;
 
+	/* Out of memory: the job runs here, as without the thread. */
 	if ((j = calloc(1, sizeof(*j))) == NULL)
-		fatal("calloc");
-	j->work = work;
-	j->done = done;
-	j->arg = arg;
-	if (out != NULL)
-		*out = j;
-	if (!prep_running) {
+		log_warn("prep: a job runs on the loop");
+	if (j == NULL || !prep_running) {
+		if (j == NULL) {
+			memset(&here, 0, sizeof(here));
+			j = &here;
+		}
+		j->work = work;
+		j->done = done;
+		j->arg = arg;
 		j->where = PREP_RUNNING;
 		work(j);
 		j->where = PREP_FINISHED;
 		if (out != NULL)
 			*out = NULL;
 		done(j);
-		free(j);
+		if (j != &here)
+			free(j);
 		return (0);
 	}
+	j->work = work;
+	j->done = done;
+	j->arg = arg;
+	if (out != NULL)
+		*out = j;
 	pthread_mutex_lock(&prep_lock);
 	j->where = PREP_QUEUED;
 	TAILQ_INSERT_TAIL(&prep_queue, j, entry);

@@ -168,8 +168,8 @@ reap_main(void *arg)
 	sigset_t	 set;
 	timer_t		 timer;
 	uint64_t	 t0;
-	size_t		 i, n, cap = 0;
-	int		*batch = NULL, armed = 0;
+	size_t		 i, n, cap = 0, room;
+	int		*batch = NULL, *more, *b, one, armed = 0;
 
 	(void)arg;
 	memset(&timer, 0, sizeof(timer));
@@ -195,14 +195,19 @@ reap_main(void *arg)
 		}
 		if (reap_n == 0)
 			break;
+		/* Out of memory for all of it: as much as fits, or one. */
 		if (reap_n > cap) {
-			cap = reap_n;
-			if ((batch = realloc(batch, cap * sizeof(*batch))) ==
-			    NULL)
-				fatal("realloc");
+			if ((more = realloc(batch, reap_n * sizeof(*batch))) !=
+			    NULL) {
+				batch = more;
+				cap = reap_n;
+			} else
+				log_warn("reaper: closing fewer at once");
 		}
-		for (n = 0; reap_n > 0; n++, reap_n--) {
-			batch[n] = reap_q[reap_head];
+		b = cap > 0 ? batch : &one;
+		room = cap > 0 ? cap : 1;
+		for (n = 0; reap_n > 0 && n < room; n++, reap_n--) {
+			b[n] = reap_q[reap_head];
 			reap_head = (reap_head + 1) % reap_cap;
 		}
 		atomic_store(&reap_busy, n);
@@ -210,11 +215,11 @@ reap_main(void *arg)
 		reap_arm(timer, armed, REAP_STUCK_MS);
 		for (i = 0; i < n; i++) {
 			t0 = stats_now_ns();
-			if (batch[i] < 0) {
-				reap_drain(-(batch[i] + 1));
-				close(-(batch[i] + 1));
+			if (b[i] < 0) {
+				reap_drain(-(b[i] + 1));
+				close(-(b[i] + 1));
 			} else
-				reap_close_one(batch[i]);
+				reap_close_one(b[i]);
 			if (stats_now_ns() - t0 >= REAP_STUCK_MS * 1000000ULL) {
 				atomic_fetch_add(&reap_slow, 1);
 				log_warnx("reaper: closing a descriptor a "
@@ -258,28 +263,32 @@ int
 reap_start(void)
 {
 	struct sigaction	sa;
-	sigset_t		all, old;
+	int			error;
 
 	if (reap_running)
 		return (0);
 	if ((reap_ev = event_new(hpzd_base, -1, 0, reap_kick_cb, NULL)) ==
-	    NULL)
-		return (-1);
+	    NULL) {
+		log_warnx("reaper: cannot make its event");
+		return (-ENOMEM);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = reap_signal_cb;	/* no SA_RESTART: interrupt */
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(REAP_SIGNAL, &sa, NULL) == -1)
-		return (-1);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&reap_thread, NULL, reap_main, NULL) != 0) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		return (-1);
+	if (sigaction(REAP_SIGNAL, &sa, NULL) == -1) {
+		error = -errno;
+		log_warn("reaper: sigaction");
+		goto fail;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_setname_np(reap_thread, "hpzd-reap");
+	if ((error = hpzd_thread_start(&reap_thread, reap_main,
+	    "hpzd-reap")) != 0)
+		goto fail;
 	reap_running = 1;
 	return (0);
+fail:
+	event_free(reap_ev);
+	reap_ev = NULL;
+	return (error);
 }
 
 /*
@@ -328,8 +337,13 @@ reap_enqueue(int fd, int drain)
 	pthread_mutex_lock(&reap_lock);
 	if (reap_n == reap_cap) {
 		cap = reap_cap * 2 + 64;
-		if ((q = malloc(cap * sizeof(*q))) == NULL)
-			fatal("malloc");
+		if ((q = malloc(cap * sizeof(*q))) == NULL) {
+			/* Out of memory: closed here, as without the reaper. */
+			pthread_mutex_unlock(&reap_lock);
+			log_warn("reaper: a descriptor is closed on the loop");
+			close(fd);
+			return;
+		}
 		for (i = 0; i < reap_n; i++)
 			q[i] = reap_q[(reap_head + i) % reap_cap];
 		free(reap_q);

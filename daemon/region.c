@@ -155,7 +155,7 @@ region_conflict(const struct regions *all, const struct client *c,
 
 	TAILQ_FOREACH(r, all, all) {
 		if (r->client == c &&
-		    region_overlaps(r->addr, r->len, addr, len))
+		    region_overlaps(region_addr(r), r->len, addr, len))
 			return (r);
 		if (r->dev == dev && r->ino == ino &&
 		    region_overlaps(r->offset, r->len, offset, len))
@@ -284,7 +284,7 @@ region_take_state(struct region *r, int sfd, const struct hpz_msg_register *m,
 		r->adopted = 1;
 		r->prep_kind = PREP_ADOPT;
 	}
-	h->addr = r->addr;
+	h->addr = region_addr(r);
 	h->len = r->len;
 	h->flags = r->flags;
 	h->uffd_features = r->features;
@@ -395,7 +395,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	r->uffd = r->fd = r->sfd = r->lockfd = r->pidfd = -1;
 	r->map = MAP_FAILED;
 	r->client = c;
-	r->addr = m->addr;
+	region_set_addr(r, m->addr);
 	r->len = m->len;
 	r->offset = m->offset;
 	r->page_size = b.page_size;
@@ -503,7 +503,7 @@ region_start(struct region *r)
 	 * every thread of the range, so it faults again and reaches us.
 	 */
 	if (r->adopted)
-		uffd_wake(r, uffd_region_addr(r), r->len);
+		uffd_wake(r, region_addr(r), r->len);
 	if ((r->flags & HPZ_AHEAD_EAGER) || r->garbage_found > 0)
 		scrub_add(r, 0);
 	return (0);
@@ -571,6 +571,14 @@ region_resolve_init(struct region *r)
 }
 
 /*
+ * A drain looks again this often (ns) for work parked or deferred
+ * meanwhile: short, since the event loop waits with it.  One that took
+ * REGION_DRAIN_WARN_MS or more is said in the log.
+ */
+#define REGION_DRAIN_POLL_NS	10000000L
+#define REGION_DRAIN_WARN_MS	100
+
+/*
  * Block until every work item of the region has finished.  What is parked
  * (a page held, the region going) or deferred (the client's mm changing)
  * is let go instead of waited for: nothing a client does keeps us here.
@@ -605,7 +613,7 @@ region_drain(struct region *r)
 		}
 		/* Again soon: a holder may park or defer more meanwhile. */
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 10 * 1000 * 1000;
+		ts.tv_nsec += REGION_DRAIN_POLL_NS;
 		if (ts.tv_nsec >= 1000000000) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
@@ -613,7 +621,8 @@ region_drain(struct region *r)
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 		pthread_mutex_unlock(&r->lock);
 	}
-	if ((waited = (stats_now_ns() - t0) / 1000000) >= 100)
+	if ((waited = (stats_now_ns() - t0) / 1000000) >=
+	    REGION_DRAIN_WARN_MS)
 		log_warnx("region %llu: waited %llu ms for its work in flight "
 		    "before letting it go (the event loop waits with it)",
 		    (unsigned long long)r->id, (unsigned long long)waited);
@@ -744,7 +753,7 @@ region_match(struct client *c, uint64_t addr, uint64_t len, int exact)
 	uint64_t	 base;
 
 	TAILQ_FOREACH(r, &c->regions, entry) {
-		base = uffd_region_addr(r);
+		base = region_addr(r);
 		if (exact) {
 			if (base == addr && r->len == len)
 				return (r);
@@ -811,8 +820,12 @@ region_reset_work(struct region *r)
 			if (rr->next < rr->end) {
 				if (r->reset_ev == NULL &&
 				    (r->reset_ev = event_new(hpzd_base, -1, 0,
-				    region_reset_cb, r)) == NULL)
-					fatalx("cannot schedule a reset");
+				    region_reset_cb, r)) == NULL) {
+					/* Its destroy answers the resets. */
+					uffd_region_refused(r, "out of memory "
+					    "for the rest of a reset");
+					return;
+				}
 				event_active(r->reset_ev, EV_TIMEOUT, 0);
 				return;
 			}
@@ -833,7 +846,8 @@ region_reset_work(struct region *r)
  * No page a client's state calls busy is waited for (only our own holds
  * count), and nothing blocks the loop.  Returns 0 when done now (the
  * caller answers), 1 when done(arg, 0) will be called later from the loop
- * (done(arg, -ECANCELED) if the region goes first), or -EINVAL.
+ * (done(arg, -ECANCELED) if the region goes first), -EINVAL, -ENOMEM
+ * (nothing reset), or intercept_on's error.
  */
 int
 region_reset(struct region *r, uint64_t addr, uint64_t len,
@@ -843,22 +857,30 @@ region_reset(struct region *r, uint64_t addr, uint64_t len,
 	uint64_t		 first, n;
 	int			 error;
 
-	if ((addr - r->addr) % r->page_size != 0 || len % r->page_size != 0)
+	if ((addr - region_addr(r)) % r->page_size != 0 ||
+	    len % r->page_size != 0)
 		return (-EINVAL);
+	/* Before anything is marked: out of memory, nothing was reset. */
+	if ((rr = calloc(1, sizeof(*rr))) == NULL) {
+		log_warn("region %llu: reset", (unsigned long long)r->id);
+		return (-ENOMEM);
+	}
 	/* Faults must come to us before anything is garbage. */
-	if ((error = intercept_on(r)) != 0)
+	if ((error = intercept_on(r)) != 0) {
+		free(rr);
 		return (error == -EINVAL ? -EFAULT : error);
+	}
 	first = region_page_index(r, addr);
 	n = len / r->page_size;
 	if (TAILQ_EMPTY(&r->resets) && n <= REGION_RESET_SLICE) {
 		resolve_reset(&r->rt, first, n);
-		if (resolve_resets_pending(&r->rt) == 0)
+		if (resolve_resets_pending(&r->rt) == 0) {
+			free(rr);
 			return (0);
+		}
 		first += n;	/* marked: only the answer waits */
 		n = 0;
 	}
-	if ((rr = calloc(1, sizeof(*rr))) == NULL)
-		fatal("calloc");
 	rr->next = first;
 	rr->end = first + n;
 	rr->done = done;
@@ -869,10 +891,27 @@ region_reset(struct region *r, uint64_t addr, uint64_t len,
 	return (1);
 }
 
+/*
+ * Where the region lies in the client now.  A worker reading the client's
+ * mremap event writes it (uffd.c) while the main thread and the workers
+ * read it: every access goes through these two.
+ */
+uint64_t
+region_addr(const struct region *r)
+{
+	return (__atomic_load_n(&r->addr, __ATOMIC_ACQUIRE));
+}
+
+void
+region_set_addr(struct region *r, uint64_t addr)
+{
+	__atomic_store_n(&r->addr, addr, __ATOMIC_RELEASE);
+}
+
 uint64_t
 region_page_index(const struct region *r, uint64_t addr)
 {
-	return ((addr - r->addr) / r->page_size);
+	return ((addr - region_addr(r)) / r->page_size);
 }
 
 /* A worker finished an item of this region: wake anyone waiting. */
@@ -932,33 +971,20 @@ region_page_node(const struct region *r, uint64_t idx)
 }
 
 /* New flags and priority for a registered region (HPZ_DISCARD stays). */
-int
+void
 region_set_policy(struct region *r, uint32_t flags, int prio)
 {
 	r->flags = (r->flags & HPZ_DISCARD) | (flags & ~HPZ_DISCARD);
 	r->priority = prio;
 	scrub_add(r, 0);
-	return (0);
 }
 
-/*
- * Allocate pages [idx, idx+n) of the file: the kernel zeroes new ones, and
- * existing ones (data or not) stay as they are.  Faulting them in through
- * our mapping runs in parallel (a page lock each); fallocate, which holds
- * the file's lock, is the fallback for kernels without MADV_POPULATE_WRITE.
- */
+/* Allocate pages [idx, idx+n) of the file (state_populate). */
 int
 region_populate(struct region *r, uint64_t idx, uint64_t n)
 {
-	if (madvise((char *)r->map + idx * r->page_size, n * r->page_size,
-	    MADV_POPULATE_WRITE) == 0)
-		return (0);
-	if (errno != EINVAL)
-		return (-errno);
-	if (fallocate(r->fd, 0, (off_t)(r->offset + idx * r->page_size),
-	    (off_t)(n * r->page_size)) == -1)
-		return (-errno);
-	return (0);
+	return (state_populate(r->map, r->fd, r->offset, r->page_size, idx,
+	    n));
 }
 
 /*

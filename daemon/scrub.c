@@ -255,19 +255,6 @@ scrub_op_populate(struct resolve *rs, uint64_t idx, uint64_t n)
 	return (region_populate(x->r, idx, n));
 }
 
-struct scrub_extent {
-	char	*p;
-	size_t	 len;
-};
-
-static void
-scrub_extent_body(void *arg)
-{
-	struct scrub_extent	*e = arg;
-
-	clear_bulk(e->p, e->len);
-}
-
 /*
  * Clear one garbage page with streaming stores, an extent at a time, each
  * behind a recovery point (clear.c): the client may truncate or punch its
@@ -282,7 +269,6 @@ scrub_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 {
 	struct scrub_ctx	*x = rs->arg;
 	struct region		*r = x->r;
-	struct scrub_extent	 e;
 	uint64_t		 ext, off, len, t0;
 	char			*page = (char *)r->map + lo * r->page_size;
 
@@ -293,10 +279,8 @@ scrub_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 		if (off != 0 && atomic_load(&r->rt.nwaiting) != 0)
 			return (-EINTR);
 		len = r->page_size - off < ext ? r->page_size - off : ext;
-		e.p = page + off;
-		e.len = len;
 		t0 = stats_now_ns();
-		if (clear_guarded(e.p, e.len, scrub_extent_body, &e) != 0)
+		if (clear_bulk_guarded(page + off, len) != 0)
 			return (-EFAULT);
 		atomic_fetch_add(&stats.bg_ns, stats_now_ns() - t0);
 	}
@@ -314,7 +298,7 @@ scrub_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
 	struct scrub_ctx	*x = rs->arg;
 	struct region		*r = x->r;
 
-	return (uffd_premap(r, uffd_region_addr(r) + idx * r->page_size,
+	return (uffd_premap(r, region_addr(r) + idx * r->page_size,
 	    n * r->page_size, done));
 }
 
@@ -324,7 +308,7 @@ scrub_op_wake(struct resolve *rs, uint64_t idx, uint64_t n)
 	struct scrub_ctx	*x = rs->arg;
 	struct region		*r = x->r;
 
-	uffd_wake(r, uffd_region_addr(r) + idx * r->page_size,
+	uffd_wake(r, region_addr(r) + idx * r->page_size,
 	    n * r->page_size);
 }
 
@@ -560,14 +544,19 @@ scrub_configure(const struct conf *c)
 			scrub_add(r, 0);
 }
 
-/* Start the background threads, one per online CPU unless told. */
+/*
+ * Start the background threads, one per online CPU unless told: 0, or
+ * with none running and what failed logged, a negative errno.
+ */
 int
 scrub_start(const struct conf *c)
 {
-	int	i, n, cpu, error;
+	int	i, n, cpu, error = 0;
 
-	if ((scrub_global = bucket_new(c->background_gbs)) == NULL)
+	if ((scrub_global = bucket_new(c->background_gbs)) == NULL) {
+		log_warn("scrub: its budget");
 		return (-ENOMEM);
+	}
 	scrub_configure(c);
 	n = c->scrub_threads > 0 ? c->scrub_threads :
 	    (topo.ncpus > 0 ? topo.ncpus : 1);
@@ -575,8 +564,11 @@ scrub_start(const struct conf *c)
 		n = HPZD_WORKERS_MAX;
 	scrub_threads = calloc((size_t)n, sizeof(*scrub_threads));
 	scrub_cpus = calloc((size_t)n, sizeof(*scrub_cpus));
-	if (scrub_threads == NULL || scrub_cpus == NULL)
+	if (scrub_threads == NULL || scrub_cpus == NULL) {
+		log_warn("scrub: %d threads", n);
+		scrub_stop();
 		return (-ENOMEM);
+	}
 	cpu = -1;
 	for (i = 0; i < n; i++) {
 		scrub_cpus[i] = -1;
@@ -586,15 +578,18 @@ scrub_start(const struct conf *c)
 			while (!topo.cpu_online[cpu]);
 			scrub_cpus[i] = cpu;
 		}
-		error = pthread_create(&scrub_threads[i], NULL, scrub_main,
-		    (void *)(intptr_t)i);
-		if (error != 0) {
-			errno = error;
-			fatal("pthread_create");
+		if ((error = pthread_create(&scrub_threads[i], NULL,
+		    scrub_main, (void *)(intptr_t)i)) != 0) {
+			log_warnx("scrub thread %d: pthread_create: %s", i,
+			    strerror(error));
+			error = -error;
+			break;
 		}
 	}
-	scrub_nthreads = n;
-	return (0);
+	scrub_nthreads = i;
+	if (error != 0)
+		scrub_stop();
+	return (error);
 }
 
 void

@@ -139,7 +139,7 @@ stats_regions(struct hpz_msg_regions_reply *rep, uint64_t after_id,
 		e->pid = (int32_t)r->client->pid;
 		e->uid = (uint32_t)r->client->uid;
 		e->flags = r->flags;
-		e->addr = r->addr;
+		e->addr = region_addr(r);
 		e->len = r->len;
 		e->page_size = r->page_size;
 		e->faults = atomic_load(&r->faults);

@@ -4,9 +4,11 @@
  * The sysfs root is a parameter so tests can feed a fake tree.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <numa.h>
 
@@ -14,21 +16,27 @@
 
 struct topo	topo;
 
-/* Read a small sysfs file into buf; 0 or -1. */
-static int
+/*
+ * Read a small sysfs or proc file into buf, in one read, without its
+ * trailing blanks: its length, or -1.  No allocation: the fault path reads
+ * /proc with it (uffd_thread_cpu).
+ */
+ssize_t
 topo_read_file(const char *path, char *buf, size_t len)
 {
-	FILE	*f;
-	size_t	 n;
+	ssize_t	n;
+	int	fd;
 
-	if ((f = fopen(path, "r")) == NULL)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return (-1);
-	n = fread(buf, 1, len - 1, f);
-	fclose(f);
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return (-1);
 	buf[n] = '\0';
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = '\0';
-	return (0);
+	return (n);
 }
 
 /*

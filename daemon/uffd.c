@@ -46,6 +46,11 @@
 #define UFFD_RETRY_MAX_NS	64000000ULL
 /* How often tampering with a region's page state is logged at most. */
 #define UFFD_TAMPER_LOG_NS	10000000000ULL
+/*
+ * One stray fault in this many is logged: a range that grew or moved can
+ * fault outside its region at fault rate, and the log must not follow.
+ */
+#define UFFD_STRAY_LOG_EVERY	1000
 /* Faults in a row on one page outside the region before it is poisoned. */
 #define UFFD_STRAY_POISON	3
 
@@ -60,19 +65,13 @@ int
 uffd_thread_cpu(pid_t pid, uint32_t tid)
 {
 	char	 path[64], buf[1024], *p;
-	ssize_t	 n;
-	int	 fd, field, cpu = -1;
+	int	 field, cpu = -1;
 
 	if (pid <= 0 || tid == 0)
 		return (-1);
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/stat", (int)pid, tid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (topo_read_file(path, buf, sizeof(buf)) <= 0)
 		return (-1);
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return (-1);
-	buf[n] = '\0';
 	/* The name may hold spaces and parentheses: start after the last ')'. */
 	if ((p = strrchr(buf, ')')) == NULL)
 		return (-1);
@@ -84,20 +83,13 @@ uffd_thread_cpu(pid_t pid, uint32_t tid)
 	return (cpu);
 }
 
-/* Where the region lies in the client now (a move changes it). */
-uint64_t
-uffd_region_addr(const struct region *r)
-{
-	return (__atomic_load_n(&r->addr, __ATOMIC_ACQUIRE));
-}
-
 /* Where the range lies in the process behind f (NULL: the client). */
 static uint64_t
 uffd_base(const struct region *r, const struct ufork *f)
 {
 	if (f != NULL)
 		return (atomic_load(&f->addr));
-	return (uffd_region_addr(r));
+	return (region_addr(r));
 }
 
 static int
@@ -226,7 +218,7 @@ uffd_remapped(struct region *r, struct ufork *f, uint64_t from, uint64_t to,
 			atomic_store(&f->addr, nb);
 			return;
 		}
-		__atomic_store_n(&r->addr, nb, __ATOMIC_RELEASE);
+		region_set_addr(r, nb);
 		h->addr = nb;
 		log_info("region %llu: moved from 0x%llx to 0x%llx",
 		    (unsigned long long)r->id, (unsigned long long)base,
@@ -246,6 +238,24 @@ uffd_remapped(struct region *r, struct ufork *f, uint64_t from, uint64_t to,
 }
 
 /*
+ * Out of memory for a child's uffd: the region is let go, and the uffd
+ * kept until its garbage is punched (closing it earlier would let the
+ * kernel map the child garbage pages): uffd_forks_release closes it.
+ * Past UFFD_LOST_FORKS such uffds it stays open, its child's faults on
+ * the range waiting until the child exits: never a stale byte.
+ */
+static void
+uffd_fork_lost(struct region *r, int ufd)
+{
+	if (r->nlost < UFFD_LOST_FORKS)
+		r->lost[r->nlost++] = ufd;
+	else
+		log_warnx("region %llu: a child's uffd is left open",
+		    (unsigned long long)r->id);
+	uffd_region_refused(r, "out of memory for its forked child");
+}
+
+/*
  * A process with the region mapped forked without MADV_DONTFORK: its
  * child's copy of the range is registered on a new uffd, ufd.  The child
  * maps pages of the same file, so its faults are served with the same
@@ -257,8 +267,10 @@ uffd_forked(struct region *r, struct ufork *parent, int ufd)
 	struct ufork	*f;
 	int		 fl;
 
-	if ((f = calloc(1, sizeof(*f))) == NULL)
-		fatal("calloc");
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		uffd_fork_lost(r, ufd);
+		return;
+	}
 	fl = fcntl(ufd, F_GETFL);
 	if (fl == -1 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK) == -1)
 		log_warn("region %llu: child's uffd", (unsigned long long)r->id);
@@ -344,8 +356,14 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 	for (i = 0; i < count; i++) {
 		if (msgs[i].event != UFFD_EVENT_PAGEFAULT)
 			continue;
-		if ((w = calloc(1, sizeof(*w))) == NULL)
-			fatal("calloc");
+		/*
+		 * Out of memory: the region goes; its release unregisters
+		 * the range (or closes the child's uffd), waking the fault.
+		 */
+		if ((w = calloc(1, sizeof(*w))) == NULL) {
+			uffd_region_refused(r, "out of memory for a fault");
+			continue;
+		}
 		w->type = WORK_FAULT;
 		atomic_fetch_add(&stats.faults_inflight, 1);
 		w->region = r;
@@ -583,7 +601,25 @@ uffd_forks_release(struct region *r)
 		uffd_fork_release(f);
 		pthread_mutex_lock(&r->evlock);
 	}
+	while (r->nlost > 0)
+		close(r->lost[--r->nlost]);
 	pthread_mutex_unlock(&r->evlock);
+}
+
+/*
+ * Out of memory to watch a child's exit: as if it had no pidfd, the child
+ * is let go once its range is gone or its uffd fails.
+ */
+static void
+uffd_fork_unwatched(struct region *r, struct ufork *f)
+{
+	log_warnx("region %llu: cannot watch a child's exit (out of memory): "
+	    "it is let go with its range", (unsigned long long)r->id);
+	if (f->pidev != NULL)
+		event_free(f->pidev);
+	f->pidev = NULL;
+	close(f->pidfd);
+	f->pidfd = -2;
 }
 
 /*
@@ -611,9 +647,10 @@ uffd_main_region(struct region *r)
 			f->ev = event_new(hpzd_base, f->uffd,
 			    EV_READ | EV_PERSIST, uffd_fork_read_cb, f);
 			if (f->ev == NULL || event_add(f->ev, NULL) == -1)
-				fatalx("cannot watch a child's uffd");
-			/* Faults may have come before we watched. */
-			event_active(f->ev, EV_READ, 0);
+				uffd_region_refused(r, "cannot watch its "
+				    "forked child's uffd (out of memory)");
+			else	/* Faults may have come before we watched. */
+				event_active(f->ev, EV_READ, 0);
 		}
 		/*
 		 * A fault told us a thread of the child, still alive (it is
@@ -628,7 +665,7 @@ uffd_main_region(struct region *r)
 				    uffd_fork_exit_cb, f);
 				if (f->pidev == NULL ||
 				    event_add(f->pidev, NULL) == -1)
-					fatalx("cannot watch a child");
+					uffd_fork_unwatched(r, f);
 			}
 		}
 	}
@@ -713,7 +750,7 @@ uffd_unregister(struct region *r)
 			log_warn("region %llu: UFFDIO_UNREGISTER of a moved "
 			    "piece", (unsigned long long)r->id);
 	}
-	range.start = uffd_region_addr(r);
+	range.start = region_addr(r);
 	range.len = r->len;
 	if (ioctl(r->uffd, UFFDIO_UNREGISTER, &range) == -1) {
 		error = -errno;
@@ -806,7 +843,8 @@ uffd_stray(struct region *r, struct ufork *f, uint64_t addr)
 	uint64_t	page = addr & ~(r->page_size - 1), last;
 	int		n;
 
-	if (atomic_fetch_add(&stats.faults_stray, 1) % 1000 == 0)
+	if (atomic_fetch_add(&stats.faults_stray, 1) % UFFD_STRAY_LOG_EVERY ==
+	    0)
 		log_warnx("region %llu: fault at 0x%llx outside the region",
 		    (unsigned long long)r->id, (unsigned long long)addr);
 	last = atomic_exchange(&r->stray_page, page);
@@ -1163,7 +1201,15 @@ uffd_defer(struct uffd_batch *b, struct work *w, uint64_t idx)
 	worker_defer(w, w->backoff);
 }
 
-/* What the transaction did, fault by fault. */
+/*
+ * What the transaction did, fault by fault.  r stays ours only while the
+ * batch holds one of its faults that the main thread cannot take: each
+ * counts in r->inflight, which region_destroy drains first, and a fault
+ * parked or deferred is one it takes (and lets go).  So every touch of r
+ * below comes before the fault it is made for is let go, parked or
+ * deferred; a fault lost (its file refused the clear) is parked only once
+ * the region is released, for the release touches r.
+ */
 static void
 uffd_finish(struct uffd_batch *b)
 {
@@ -1195,9 +1241,7 @@ uffd_finish(struct uffd_batch *b)
 			uffd_defer(b, w, idx);
 			break;
 		case RESOLVE_LOST:
-			/* Parked: the release's unregister wakes it. */
-			lost = 1;
-			resolve_park(&r->rt, &w->park);
+			lost = 1;	/* parked below */
 			break;
 		case RESOLVE_FAILED:
 			uffd_failed(r, b->f, idx, b->base + idx *
@@ -1213,9 +1257,15 @@ uffd_finish(struct uffd_batch *b)
 			break;
 		}
 	}
-	if (lost)
+	/* Parked after the release: its unregister wakes them. */
+	if (lost) {
 		uffd_region_refused(r, "its file refused a fault's clear "
 		    "(truncated or punched under us)");
+		for (i = 0; i < b->nitems; i++)
+			if (rs->result[b->iidx[i] - rs->hold.lo] ==
+			    RESOLVE_LOST)
+				resolve_park(&r->rt, &b->item[i]->park);
+	}
 	/* Candidates left over: duplicates of a page just mapped, or later. */
 	for (k = 0; k < b->nc; k++) {
 		if ((w = b->cand[k]) == NULL)

@@ -43,7 +43,10 @@ struct worker_config	 worker_config;
 static struct worker	*workers;
 static int		*worker_cpus;
 static int		 nworkers;
-static pthread_barrier_t worker_barrier;
+/* Workers placed on their CPU so far: worker_start waits for them all. */
+static pthread_mutex_t	 worker_placed_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	 worker_placed_cond = PTHREAD_COND_INITIALIZER;
+static int		 worker_placed;
 
 /*
  * Faults to try again later (their client's mm was changing): due times in
@@ -175,6 +178,14 @@ worker_push(struct worker *w, struct work *item)
 		fatal("worker %d: wake", w->id);
 }
 
+/*
+ * The hash that spreads faults over workers: region id times a prime, plus
+ * the page index.  Adjacent pages of one region go to different workers,
+ * and the same page index of two regions does not land together (a prime
+ * shares no factor with the worker count).
+ */
+#define WORKER_ROUTE_PRIME	7919
+
 /* Route a fault read on the main thread to its worker. */
 void
 worker_submit(struct work *item, int fault_cpu, int page_node)
@@ -182,7 +193,7 @@ worker_submit(struct work *item, int fault_cpu, int page_node)
 	uint64_t	hash;
 	int		i;
 
-	hash = item->region->id * 7919 +
+	hash = item->region->id * WORKER_ROUTE_PRIME +
 	    region_page_index(item->region, item->addr);
 	if (worker_config.route == ROUTE_HASH)
 		fault_cpu = -1;
@@ -433,7 +444,10 @@ worker_main(void *arg)
 	snprintf(name, sizeof(name), "hpz-worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name);
 	worker_place(w);
-	pthread_barrier_wait(&worker_barrier);
+	pthread_mutex_lock(&worker_placed_lock);
+	worker_placed++;
+	pthread_cond_signal(&worker_placed_cond);
+	pthread_mutex_unlock(&worker_placed_lock);
 	for (;;) {
 		if ((item = worker_pop(w)) != NULL) {
 			atomic_store(&w->idle, 0);
@@ -482,19 +496,26 @@ worker_extent_max(const struct worker_config *cfg)
 	return (plan_extent_max(topo.llc_share));
 }
 
-/* Make the pool, one worker per online CPU in turn; returns once running. */
+/*
+ * Make the pool, one worker per online CPU in turn; returns once running
+ * (0), or with none running and what failed logged (a negative errno).
+ */
 int
 worker_start(const struct worker_config *cfg)
 {
-	int	i, error, cpu, n = cfg->nworkers;
+	int	i, error = 0, cpu, n = cfg->nworkers;
 
 	if (n < 1 || n > HPZD_WORKERS_MAX)
 		return (-EINVAL);
 	worker_config = *cfg;
 	if ((workers = calloc((size_t)n, sizeof(*workers))) == NULL ||
-	    (worker_cpus = calloc((size_t)n, sizeof(*worker_cpus))) == NULL)
+	    (worker_cpus = calloc((size_t)n, sizeof(*worker_cpus))) == NULL) {
+		log_warn("%d workers", n);
+		free(workers);
+		workers = NULL;
 		return (-ENOMEM);
-	pthread_barrier_init(&worker_barrier, NULL, (unsigned)n + 1);
+	}
+	worker_placed = 0;
 	cpu = -1;
 	for (i = 0; i < n; i++) {
 		/* Next online CPU, wrapping; -1 (unpinned) if none known. */
@@ -508,20 +529,32 @@ worker_start(const struct worker_config *cfg)
 		workers[i].node = cpu >= 0 ? topo.cpu_node[cpu] : 0;
 		workers[i].spin_ns = (uint64_t)cfg->spin_us * 1000;
 		worker_cpus[i] = cpu;
-		pthread_mutex_init(&workers[i].lock, NULL);
 		TAILQ_INIT(&workers[i].queue);
-		if ((workers[i].efd = eventfd(0, EFD_CLOEXEC)) == -1)
-			fatal("eventfd");
-		error = pthread_create(&workers[i].thread, NULL, worker_main,
-		    &workers[i]);
-		if (error != 0) {
-			errno = error;
-			fatal("pthread_create");
+		if ((workers[i].efd = eventfd(0, EFD_CLOEXEC)) == -1) {
+			error = -errno;
+			log_warn("worker %d: eventfd", i);
+			break;
+		}
+		pthread_mutex_init(&workers[i].lock, NULL);
+		if ((error = pthread_create(&workers[i].thread, NULL,
+		    worker_main, &workers[i])) != 0) {
+			log_warnx("worker %d: pthread_create: %s", i,
+			    strerror(error));
+			error = -error;
+			pthread_mutex_destroy(&workers[i].lock);
+			close(workers[i].efd);
+			break;
 		}
 	}
-	nworkers = n;
-	pthread_barrier_wait(&worker_barrier);
-	return (0);
+	/* Those started, whether or not all were: stopped again on failure. */
+	nworkers = i;
+	pthread_mutex_lock(&worker_placed_lock);
+	while (worker_placed < nworkers)
+		pthread_cond_wait(&worker_placed_cond, &worker_placed_lock);
+	pthread_mutex_unlock(&worker_placed_lock);
+	if (error != 0)
+		worker_stop();
+	return (error);
 }
 
 /* Finish queued work, then end every worker. */
@@ -543,7 +576,6 @@ worker_stop(void)
 		close(workers[i].efd);
 		pthread_mutex_destroy(&workers[i].lock);
 	}
-	pthread_barrier_destroy(&worker_barrier);
 	free(workers);
 	free(worker_cpus);
 	workers = NULL;

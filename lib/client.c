@@ -216,6 +216,51 @@ lib_disconnect(void)
 }
 
 /*
+ * Send req (its seq set) on sock and wait up to timeout_ms for its reply,
+ * validated: of type want, or a plain reply (the daemon's status).  0, or
+ * a negative errno (lib_fail) when the connection is no good any more.
+ */
+int
+lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want, int timeout_ms)
+{
+	struct hpz_msg_header	*hdr = req;
+	struct pollfd		 pfd = { .fd = sock, .events = POLLIN };
+	char			 why[128] = "";
+	ssize_t			 n;
+	int			 error;
+
+	if (proto_send(sock, req, len, fds, nfds) != (ssize_t)len) {
+		error = -errno;
+		return (lib_fail(error, "cannot send to hpzerod: %s",
+		    strerror(-error)));
+	}
+	for (;;) {
+		n = poll(&pfd, 1, timeout_ms);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
+		n = proto_recv(sock, reply);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		break;
+	}
+	if (n <= 0) {
+		error = n == 0 ? -ECONNRESET : -errno;
+		return (lib_fail(error, "hpzerod closed the connection"));
+	}
+	if (proto_validate(reply, why, sizeof(why)) != 0 ||
+	    reply->u.hdr.seq != hdr->seq ||
+	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
+		proto_close_fds(reply);
+		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
+		    why[0] != '\0' ? why : "unexpected type or sequence"));
+	}
+	return (0);
+}
+
+/*
  * Send a request and wait for its reply (lock held).  The reply is
  * validated; the daemon's status is returned with its text as the error.
  */
@@ -224,47 +269,15 @@ lib_call(void *req, size_t len, const int *fds, int nfds,
     struct hpz_msg *reply, uint16_t want)
 {
 	struct hpz_msg_header	*hdr = req;
-	struct pollfd		 pfd;
-	char			 why[128];
-	ssize_t			 n;
 	int			 error;
 
 	if ((error = lib_connect()) != 0)
 		return (error);
 	hdr->seq = ++lib_seq;
-	if (proto_send(lib_sock, req, len, fds, nfds) != (ssize_t)len) {
-		error = -errno;
+	if ((error = lib_exchange(lib_sock, req, len, fds, nfds, reply, want,
+	    LIB_REPLY_TIMEOUT_MS)) != 0) {
 		lib_disconnect();
-		return (lib_fail(error, "cannot send to hpzerod: %s",
-		    strerror(-error)));
-	}
-	pfd.fd = lib_sock;
-	pfd.events = POLLIN;
-	for (;;) {
-		n = poll(&pfd, 1, LIB_REPLY_TIMEOUT_MS);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			lib_disconnect();
-			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
-		}
-		n = proto_recv(lib_sock, reply);
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		break;
-	}
-	if (n <= 0) {
-		error = n == 0 ? -ECONNRESET : -errno;
-		lib_disconnect();
-		return (lib_fail(error, "hpzerod closed the connection"));
-	}
-	if (proto_validate(reply, why, sizeof(why)) != 0 ||
-	    reply->u.hdr.seq != hdr->seq ||
-	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
-		proto_close_fds(reply);
-		lib_disconnect();
-		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
-		    why[0] != '\0' ? why : "unexpected type or sequence"));
+		return (error);
 	}
 	if (reply->u.hdr.type == HPZ_MSG_REPLY && reply->u.reply.error != 0)
 		return (lib_fail(reply->u.reply.error, "hpzerod: %s",
@@ -554,7 +567,7 @@ lib_any_mapped(uintptr_t addr, size_t len, long page)
 	if ((fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) == -1)
 		return (1);
 	for (a = addr; a < addr + len && !mapped; a += (uintptr_t)page) {
-		if (pread(fd, &ent, sizeof(ent), (off_t)(a / 4096 *
+		if (pread(fd, &ent, sizeof(ent), (off_t)(a / LIB_BASE_PAGE *
 		    sizeof(ent))) != (ssize_t)sizeof(ent))
 			mapped = 1;
 		else if (ent & (1ULL << 63))
@@ -624,11 +637,12 @@ hpz_register(const struct hpz_region *region)
 	}
 	if ((error = lib_uffd_features(&offered)) != 0)
 		goto out;
-	need = page > 4096 ? UFFD_FEATURE_MINOR_HUGETLBFS :
+	need = (uint64_t)page > LIB_BASE_PAGE ? UFFD_FEATURE_MINOR_HUGETLBFS :
 	    UFFD_FEATURE_MINOR_SHMEM;
 	if ((offered & need) == 0) {
 		error = lib_fail(-ENOTSUP, "the kernel offers no userfaultfd "
-		    "minor faults for %s", page > 4096 ? "hugetlbfs" : "shmem");
+		    "minor faults for %s", (uint64_t)page > LIB_BASE_PAGE ?
+		    "hugetlbfs" : "shmem");
 		goto out;
 	}
 	if ((uffd = lib_uffd_open()) < 0) {

@@ -40,6 +40,12 @@
 #define LIB_FALLBACK_MS_DEFAULT	2000
 /* How often we try to reach a daemon while it is away. */
 #define LIB_RETRY_MS		100
+/*
+ * How long letting go of a region waits for a server that holds its page
+ * state (one finishing a fault): a server lets go in microseconds, one
+ * that does not in this long is another live server.
+ */
+#define LIB_ABANDON_LOCK_MS	100
 /* uffd messages read at once. */
 #define LIB_READ_BATCH		64
 
@@ -403,15 +409,8 @@ lib_wake(struct lib_region *lr, uint64_t addr, uint64_t len)
 static int
 lib_populate(struct lib_region *lr, uint64_t idx, uint64_t n)
 {
-	if (madvise((char *)lr->map + idx * lr->page_size, n * lr->page_size,
-	    MADV_POPULATE_WRITE) == 0)
-		return (0);
-	if (errno != EINVAL)
-		return (-errno);
-	if (fallocate(lr->fd, 0, (off_t)(lr->offset + idx * lr->page_size),
-	    (off_t)(n * lr->page_size)) == -1)
-		return (-errno);
-	return (0);
+	return (state_populate(lr->map, lr->fd, lr->offset, lr->page_size,
+	    idx, n));
 }
 
 static int
@@ -521,7 +520,7 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 	int			 error;
 
 	if (!lr->serving || addr < lr->addr || addr - lr->addr >= lr->len) {
-		lib_wake(lr, addr & ~4095ULL, 4096);
+		lib_wake(lr, addr & ~(LIB_BASE_PAGE - 1), LIB_BASE_PAGE);
 		return;
 	}
 	kind = (flags & UFFD_PAGEFAULT_FLAG_MINOR) ? FAULT_MINOR :
@@ -812,7 +811,8 @@ lib_guard_abandon(struct lib_region *lr)
 
 	pthread_mutex_lock(&lib_rlock);
 	if (lr->lockfd < 0) {
-		if ((lockfd = state_lock_server(lr->sfd, 100)) < 0) {
+		if ((lockfd = state_lock_server(lr->sfd,
+		    LIB_ABANDON_LOCK_MS)) < 0) {
 			pthread_mutex_unlock(&lib_rlock);
 			return (lib_fail(-EBUSY, "another server holds the "
 			    "region's page state"));

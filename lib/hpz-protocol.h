@@ -259,5 +259,6 @@ ssize_t		 proto_recv(int sock, struct hpz_msg *msg);
 void		 proto_close_fds(struct hpz_msg *msg);
 void		 proto_set_closer(void (*closer)(int fd));
 const char	*proto_type_name(uint16_t type);
+int		 proto_page_size_ok(uint64_t page_size);
 
 #endif /* HPZ_PROTOCOL_H */

@@ -13,6 +13,13 @@
 #include "hpz-protocol.h"
 
 /*
+ * The kernel's base page: what /proc/self/pagemap counts in, what a fault
+ * outside every region is woken by, and the largest page shmem has (a
+ * bigger page is hugetlbfs).
+ */
+#define LIB_BASE_PAGE		4096ULL
+
+/*
  * A region this process registered.  The list is changed only with both
  * lib_lock and lib_rlock held, so either lock is enough to walk it.  The
  * guard thread, serving while the daemon is away, changes addr (a remap of
@@ -61,6 +68,9 @@ int		 lib_is_registered(const struct hpz_region *region);
 void		 lib_forget(const struct hpz_region *region);
 int		 lib_connect(void);
 void		 lib_disconnect(void);
+int		 lib_exchange(int sock, void *req, size_t len, const int *fds,
+		    int nfds, struct hpz_msg *reply, uint16_t want,
+		    int timeout_ms);
 int		 lib_call(void *req, size_t len, const int *fds, int nfds,
 		    struct hpz_msg *reply, uint16_t want);
 void		 lib_region_free(struct lib_region *lr);

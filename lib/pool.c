@@ -65,37 +65,12 @@ pool_call(int sock, void *req, size_t len, struct hpz_msg *reply,
     uint16_t want)
 {
 	struct hpz_msg_header	*hdr = req;
-	struct pollfd		 pfd = { .fd = sock, .events = POLLIN };
-	char			 why[128] = "";
-	ssize_t			 n;
 	int			 error;
 
 	hdr->seq = 1;
-	if (proto_send(sock, req, len, NULL, 0) != (ssize_t)len)
-		return (lib_fail(-errno, "cannot send to hpzerod: %s",
-		    strerror(errno)));
-	for (;;) {
-		n = poll(&pfd, 1, POOL_REPLY_TIMEOUT_MS);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
-		n = proto_recv(sock, reply);
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		break;
-	}
-	if (n <= 0) {
-		error = n == 0 ? -ECONNRESET : -errno;
-		return (lib_fail(error, "hpzerod closed the connection"));
-	}
-	if (proto_validate(reply, why, sizeof(why)) != 0 ||
-	    reply->u.hdr.seq != hdr->seq ||
-	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
-		proto_close_fds(reply);
-		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
-		    why[0] != '\0' ? why : "unexpected type or sequence"));
-	}
+	if ((error = lib_exchange(sock, req, len, NULL, 0, reply, want,
+	    POOL_REPLY_TIMEOUT_MS)) != 0)
+		return (error);
 	if (reply->u.hdr.type == HPZ_MSG_REPLY)
 		return (lib_fail(reply->u.reply.error != 0 ?
 		    reply->u.reply.error : -EPROTO, "hpzerod: %s",

@@ -21,6 +21,15 @@
 #define PROTO_CMSG_FDS	253
 /* Ranges on the wire are in the kernel's base pages, as uffd's are. */
 #define PROTO_RANGE_ALIGN	4096ULL
+/* The smallest page a region or pool file may have: the base page. */
+#define PROTO_PAGE_MIN		4096ULL
+/* Errors a reply may carry: -1 to -PROTO_ERRNO_MAX (the kernel's MAX_ERRNO). */
+#define PROTO_ERRNO_MAX		4095
+/*
+ * Fds one message sends at most: a register carries HPZ_REGISTER_NFDS,
+ * a pool file one; the control buffer is sized for this many.
+ */
+#define PROTO_SEND_FDS		8
 
 /* Who closes the fds we do not keep: the daemon's reaper, or close(). */
 static void	(*proto_closer)(int) = NULL;
@@ -57,75 +66,66 @@ proto_init(void *msg, uint16_t type, size_t len, uint32_t seq)
 	hdr->seq = seq;
 }
 
+/* Each message type: its one valid size and its name. */
+static const struct proto_type {
+	uint16_t	 type;
+	size_t		 size;
+	const char	*name;
+} proto_types[] = {
+	{ HPZ_MSG_REGISTER, sizeof(struct hpz_msg_register), "register" },
+	{ HPZ_MSG_UNREGISTER, sizeof(struct hpz_msg_range), "unregister" },
+	{ HPZ_MSG_RESET, sizeof(struct hpz_msg_range), "reset" },
+	{ HPZ_MSG_STATUS, sizeof(struct hpz_msg_header), "status" },
+	{ HPZ_MSG_REGIONS, sizeof(struct hpz_msg_regions), "regions" },
+	{ HPZ_MSG_POLICY, sizeof(struct hpz_msg_policy), "policy" },
+	{ HPZ_MSG_SCRUB, sizeof(struct hpz_msg_range), "scrub" },
+	{ HPZ_MSG_REGIONS_REPLY, sizeof(struct hpz_msg_regions_reply),
+	    "regions-reply" },
+	{ HPZ_MSG_REPLY, sizeof(struct hpz_msg_reply), "reply" },
+	{ HPZ_MSG_STATUS_REPLY, sizeof(struct hpz_msg_status_reply),
+	    "status-reply" },
+	{ HPZ_MSG_POOL_TAKE, sizeof(struct hpz_msg_pool_take), "pool-take" },
+	{ HPZ_MSG_POOL_STATUS, sizeof(struct hpz_msg_pool_status),
+	    "pool-status" },
+	{ HPZ_MSG_POOL_FILE, sizeof(struct hpz_msg_pool_file), "pool-file" },
+	{ HPZ_MSG_POOL_STATUS_REPLY, sizeof(struct hpz_msg_pool_status_reply),
+	    "pool-status-reply" },
+};
+
+static const struct proto_type *
+proto_type(uint16_t type)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(proto_types) / sizeof(proto_types[0]); i++)
+		if (proto_types[i].type == type)
+			return (&proto_types[i]);
+	return (NULL);
+}
+
 /* The one valid size of each message type, 0 for an unknown type. */
 size_t
 proto_size(uint16_t type)
 {
-	switch (type) {
-	case HPZ_MSG_REGISTER:
-		return (sizeof(struct hpz_msg_register));
-	case HPZ_MSG_UNREGISTER:
-	case HPZ_MSG_RESET:
-	case HPZ_MSG_SCRUB:
-		return (sizeof(struct hpz_msg_range));
-	case HPZ_MSG_STATUS:
-		return (sizeof(struct hpz_msg_header));
-	case HPZ_MSG_REGIONS:
-		return (sizeof(struct hpz_msg_regions));
-	case HPZ_MSG_POLICY:
-		return (sizeof(struct hpz_msg_policy));
-	case HPZ_MSG_REGIONS_REPLY:
-		return (sizeof(struct hpz_msg_regions_reply));
-	case HPZ_MSG_REPLY:
-		return (sizeof(struct hpz_msg_reply));
-	case HPZ_MSG_STATUS_REPLY:
-		return (sizeof(struct hpz_msg_status_reply));
-	case HPZ_MSG_POOL_TAKE:
-		return (sizeof(struct hpz_msg_pool_take));
-	case HPZ_MSG_POOL_STATUS:
-		return (sizeof(struct hpz_msg_pool_status));
-	case HPZ_MSG_POOL_FILE:
-		return (sizeof(struct hpz_msg_pool_file));
-	case HPZ_MSG_POOL_STATUS_REPLY:
-		return (sizeof(struct hpz_msg_pool_status_reply));
-	}
-	return (0);
+	const struct proto_type	*t = proto_type(type);
+
+	return (t != NULL ? t->size : 0);
 }
 
 const char *
 proto_type_name(uint16_t type)
 {
-	switch (type) {
-	case HPZ_MSG_REGISTER:
-		return ("register");
-	case HPZ_MSG_UNREGISTER:
-		return ("unregister");
-	case HPZ_MSG_RESET:
-		return ("reset");
-	case HPZ_MSG_STATUS:
-		return ("status");
-	case HPZ_MSG_REGIONS:
-		return ("regions");
-	case HPZ_MSG_POLICY:
-		return ("policy");
-	case HPZ_MSG_SCRUB:
-		return ("scrub");
-	case HPZ_MSG_REGIONS_REPLY:
-		return ("regions-reply");
-	case HPZ_MSG_REPLY:
-		return ("reply");
-	case HPZ_MSG_STATUS_REPLY:
-		return ("status-reply");
-	case HPZ_MSG_POOL_TAKE:
-		return ("pool-take");
-	case HPZ_MSG_POOL_STATUS:
-		return ("pool-status");
-	case HPZ_MSG_POOL_FILE:
-		return ("pool-file");
-	case HPZ_MSG_POOL_STATUS_REPLY:
-		return ("pool-status-reply");
-	}
-	return ("unknown");
+	const struct proto_type	*t = proto_type(type);
+
+	return (t != NULL ? t->name : "unknown");
+}
+
+/* A page size a region or pool file may have: a power of two >= 4 KiB. */
+int
+proto_page_size_ok(uint64_t page_size)
+{
+	return (page_size >= PROTO_PAGE_MIN &&
+	    (page_size & (page_size - 1)) == 0);
 }
 
 static int
@@ -165,7 +165,7 @@ proto_pool_take_ok(const struct hpz_msg_pool_take *t, char *why,
 	if (t->reserved != 0)
 		return (proto_fail(why, whylen, -EINVAL,
 		    "reserved field is not zero"));
-	if (t->page_size < 4096 || (t->page_size & (t->page_size - 1)) != 0)
+	if (!proto_page_size_ok(t->page_size))
 		return (proto_fail(why, whylen, -EINVAL,
 		    "page size %llu is not a power of two >= 4096",
 		    (unsigned long long)t->page_size));
@@ -233,8 +233,7 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		if ((reg->flags & ~HPZ_REGION_FLAGS) != 0)
 			return (proto_fail(why, whylen, -EINVAL,
 			    "unknown region flags 0x%x", reg->flags));
-		if (reg->page_size < 4096 ||
-		    (reg->page_size & (reg->page_size - 1)) != 0)
+		if (!proto_page_size_ok(reg->page_size))
 			return (proto_fail(why, whylen, -EINVAL,
 			    "page size %llu is not a power of two >= 4096",
 			    (unsigned long long)reg->page_size));
@@ -279,7 +278,8 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 			    HPZ_PRIO_MAX));
 		break;
 	case HPZ_MSG_REPLY:
-		if (rep->reserved != 0 || rep->error > 0 || rep->error < -4095)
+		if (rep->reserved != 0 || rep->error > 0 ||
+		    rep->error < -PROTO_ERRNO_MAX)
 			return (proto_fail(why, whylen, -EBADMSG,
 			    "bad reply status %d", rep->error));
 		if (!proto_terminated(rep->text, sizeof(rep->text)))
@@ -308,9 +308,7 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		break;
 	case HPZ_MSG_POOL_FILE:
 		if (msg->u.pool_file.reserved != 0 ||
-		    msg->u.pool_file.page_size < 4096 ||
-		    (msg->u.pool_file.page_size &
-		    (msg->u.pool_file.page_size - 1)) != 0 ||
+		    !proto_page_size_ok(msg->u.pool_file.page_size) ||
 		    msg->u.pool_file.size % msg->u.pool_file.page_size != 0 ||
 		    msg->u.pool_file.size > INT64_MAX)
 			return (proto_fail(why, whylen, -EBADMSG,
@@ -346,12 +344,12 @@ proto_send(int sock, const void *msg, size_t len, const int *fds, int nfds)
 	struct iovec	 iov;
 	union {
 		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(sizeof(int) * 8)];
+		char		buf[CMSG_SPACE(sizeof(int) * PROTO_SEND_FDS)];
 	}		 cm;
 	struct cmsghdr	*c;
 	ssize_t		 n;
 
-	if (nfds < 0 || nfds > 8) {
+	if (nfds < 0 || nfds > PROTO_SEND_FDS) {
 		errno = EINVAL;
 		return (-1);
 	}

@@ -7,10 +7,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <linux/falloc.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hpz-state.h"
+#include "uffd-compat.h"
 
 /*
  * What to do for a fault.  A garbage page is always cleared (allocated
@@ -107,6 +109,29 @@ int
 state_needs_punch(uint8_t state)
 {
 	return ((state & PAGE_STATE_MASK) == PAGE_GARBAGE);
+}
+
+/*
+ * Allocate pages [idx, idx+n) of a region's file (fd; page 0 at offset,
+ * mapped shared at map): the kernel zeroes new ones, and existing ones
+ * (data or not) stay as they are.  Faulting them in through the mapping
+ * runs in parallel (a page lock each); fallocate, which holds the file's
+ * lock, is the fallback for kernels without MADV_POPULATE_WRITE.  0, or a
+ * negative errno.
+ */
+int
+state_populate(void *map, int fd, uint64_t offset, uint64_t page_size,
+    uint64_t idx, uint64_t n)
+{
+	if (madvise((char *)map + idx * page_size, n * page_size,
+	    MADV_POPULATE_WRITE) == 0)
+		return (0);
+	if (errno != EINVAL)
+		return (-errno);
+	if (fallocate(fd, 0, (off_t)(offset + idx * page_size),
+	    (off_t)(n * page_size)) == -1)
+		return (-errno);
+	return (0);
 }
 
 /*

@@ -1,0 +1,201 @@
+/*
+ * test-oom.c - what the daemon does when an allocation or a thread it
+ * needs is refused: a start function returns the error with nothing left
+ * running, and work a client causes goes on another way, the daemon
+ * alive.  The program is linked with --wrap for calloc, malloc, realloc
+ * and pthread_create (Makefile.am): the daemon's calls come here, and
+ * fail while a test says so.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dirent.h>
+
+#include <criterion/criterion.h>
+#include <event2/event.h>
+
+#include "hpzerod.h"
+
+void	*__real_calloc(size_t, size_t);
+void	*__real_malloc(size_t);
+void	*__real_realloc(void *, size_t);
+int	 __real_pthread_create(pthread_t *, const pthread_attr_t *,
+	    void *(*)(void *), void *);
+void	*__wrap_calloc(size_t, size_t);
+void	*__wrap_malloc(size_t);
+void	*__wrap_realloc(void *, size_t);
+int	 __wrap_pthread_create(pthread_t *, const pthread_attr_t *,
+	    void *(*)(void *), void *);
+
+/*
+ * Allocations refused while oom_refuse is set (any thread), and threads
+ * refused once oom_threads_left more are made (-1: none refused).
+ */
+static atomic_int	oom_refuse;
+static atomic_int	oom_threads_left = -1;
+
+void *
+__wrap_calloc(size_t n, size_t size)
+{
+	if (atomic_load(&oom_refuse)) {
+		errno = ENOMEM;
+		return (NULL);
+	}
+	return (__real_calloc(n, size));
+}
+
+void *
+__wrap_malloc(size_t size)
+{
+	if (atomic_load(&oom_refuse)) {
+		errno = ENOMEM;
+		return (NULL);
+	}
+	return (__real_malloc(size));
+}
+
+void *
+__wrap_realloc(void *p, size_t size)
+{
+	if (atomic_load(&oom_refuse)) {
+		errno = ENOMEM;
+		return (NULL);
+	}
+	return (__real_realloc(p, size));
+}
+
+int
+__wrap_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+    void *(*fn)(void *), void *arg)
+{
+	int	left = atomic_load(&oom_threads_left);
+
+	if (left == 0)
+		return (EAGAIN);
+	if (left > 0)
+		atomic_store(&oom_threads_left, left - 1);
+	return (__real_pthread_create(t, attr, fn, arg));
+}
+
+static void
+oom_setup(void)
+{
+	hpzd_base = event_base_new();
+	cr_assert_not_null(hpzd_base);
+}
+
+/* Threads of this process now. */
+static int
+oom_nthreads(void)
+{
+	DIR		*d;
+	struct dirent	*e;
+	int		 n = 0;
+
+	cr_assert_not_null(d = opendir("/proc/self/task"));
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return (n);
+}
+
+static int
+fd_open(int fd)
+{
+	return (fcntl(fd, F_GETFD) != -1);
+}
+
+/* A fd the reaper has no room to queue is closed at once, not fatal. */
+Test(oom, reap_closes_here, .init = oom_setup)
+{
+	int	p[2], q[2];
+
+	cr_assert_eq(reap_start(), 0);
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(pipe(q), 0);
+	atomic_store(&oom_refuse, 1);
+	reap_close(p[0]);
+	atomic_store(&oom_refuse, 0);
+	cr_expect_not(fd_open(p[0]), "the fd the queue had no room for is "
+	    "still open");
+	/* The reaper goes on: a fd queued once memory is back is closed. */
+	reap_close(q[0]);
+	reap_stop();
+	cr_expect_not(fd_open(q[0]), "a fd queued later was not closed");
+	close(p[1]);
+	close(q[1]);
+}
+
+static int	oom_worked, oom_done;
+
+static void
+oom_work(struct prep_job *j)
+{
+	(void)j;
+	oom_worked = 1;
+}
+
+static void
+oom_job_done(struct prep_job *j)
+{
+	(void)j;
+	oom_done = oom_worked ? 1 : -1;
+}
+
+/* A prep job with no memory to queue runs here, work then done. */
+Test(oom, prep_runs_here, .init = oom_setup)
+{
+	cr_assert_eq(prep_start(), 0);
+	atomic_store(&oom_refuse, 1);
+	cr_expect_eq(prep_job(oom_work, oom_job_done, NULL), 0,
+	    "a job that could not be queued was not run at once");
+	atomic_store(&oom_refuse, 0);
+	cr_expect_eq(oom_worked, 1, "its work did not run");
+	cr_expect_eq(oom_done, 1, "its done did not run after its work");
+	prep_stop();
+}
+
+/*
+ * A worker thread refused: worker_start says so, with the workers it
+ * began stopped; a later start works.
+ */
+Test(oom, worker_start_fails_whole, .init = oom_setup)
+{
+	struct worker_config	cfg = worker_config;
+	int			before = oom_nthreads();
+
+	cfg.nworkers = 4;
+	atomic_store(&oom_threads_left, 2);
+	cr_expect_eq(worker_start(&cfg), -EAGAIN);
+	atomic_store(&oom_threads_left, -1);
+	cr_expect_eq(oom_nthreads(), before, "%d workers left running",
+	    oom_nthreads() - before);
+	cfg.nworkers = 2;
+	cr_assert_eq(worker_start(&cfg), 0, "a start after a failed one");
+	worker_stop();
+	/* No memory for the pool at all. */
+	atomic_store(&oom_refuse, 1);
+	cr_expect_eq(worker_start(&cfg), -ENOMEM);
+	atomic_store(&oom_refuse, 0);
+}
+
+/* A background thread refused: scrub_start says so, none left running. */
+Test(oom, scrub_start_fails_whole, .init = oom_setup)
+{
+	struct conf	c;
+	int		before = oom_nthreads();
+
+	conf_defaults(&c);
+	c.scrub_threads = 3;
+	atomic_store(&oom_threads_left, 1);
+	cr_expect_eq(scrub_start(&c), -EAGAIN);
+	atomic_store(&oom_threads_left, -1);
+	cr_expect_eq(oom_nthreads(), before, "%d background threads left "
+	    "running", oom_nthreads() - before);
+}
