@@ -22,12 +22,12 @@
 #include "runflags.h"
 #include "runselect.h"
 #include "size.h"
+#include "cli.h"
 
 #ifndef HPZ_PRELOAD_PATH
 #define HPZ_PRELOAD_PATH	"/usr/local/lib/hpzerod/libhpz-preload.so"
 #endif
 
-#define RUN_EXIT_USAGE		2
 #define RUN_EXIT_CANNOT_EXEC	126
 #define RUN_EXIT_NOT_FOUND	127
 
@@ -64,18 +64,8 @@ run_usage(FILE *f)
 "$HPZ_PRELOAD names another.  Children of program inherit LD_PRELOAD.\n");
 }
 
-static void __attribute__((format(printf, 1, 2), noreturn))
-run_usage_error(const char *fmt, ...)
-{
-	va_list	ap;
-
-	fputs("hpz-run: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'hpz-run -h' for help.\n", stderr);
-	exit(RUN_EXIT_USAGE);
-}
+/* A bad command line: say what is wrong and where the help is, exit 2. */
+#define run_usage_error(...)	cli_usage_error(NULL, __VA_ARGS__)
 
 /* "64M", "1G", "4096": bytes with an optional K/M/G/T suffix. */
 static int
@@ -328,6 +318,7 @@ main(int argc, char **argv)
 	unsigned long long	 minval;
 	int			 ch, verbose = 0, error;
 
+	cli_prog = "hpz-run";
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "+:F:f:hm:n:s:vx:", longopts,
 	    NULL)) != -1) {
