@@ -17,6 +17,8 @@ static void	bench_text_cell(const double *, int, int, double, char *,
 		    size_t);
 static void	bench_text_wrap(const char *, int, int);
 static int	bench_text_has_bg(const struct bench *);
+static void	bench_text_label(const struct bench_case *, int, int, char *,
+		    size_t);
 static void	bench_text_case(const struct bench *,
 		    const struct bench_case *);
 static void	bench_text_bg(const struct bench *,
@@ -109,6 +111,25 @@ bench_text_has_bg(const struct bench *b)
 	return (0);
 }
 
+/*
+ * The label of figure f in the page's unit; one (the main table) names
+ * the figures of a case with one fault a run for what they are.
+ */
+static void
+bench_text_label(const struct bench_case *c, int f, int one, char *label,
+    size_t len)
+{
+	if (one && c->samples == 1 && f == FIG_FAULT_P50)
+		snprintf(label, len, "fault stall %s", c->page->unit);
+	else if (one && c->samples == 1 && f == FIG_READ_P50)
+		snprintf(label, len, "read-after-fault ns");
+	else if (f == FIG_GBS)
+		snprintf(label, len, "%s", bench_figs[f].label);
+	else
+		snprintf(label, len, "%s %s", bench_figs[f].label,
+		    bench_figs[f].fault ? c->page->unit : "ns");
+}
+
 /* One case's block of the table. */
 static void
 bench_text_case(const struct bench *b, const struct bench_case *c)
@@ -146,18 +167,7 @@ bench_text_case(const struct bench *b, const struct bench_case *c)
 		if (bench_figs[f].multi && c->samples == 1)
 			continue;
 		div = bench_figs[f].fault ? c->page->unit_us : 1.0;
-		if (c->samples == 1 && f == FIG_FAULT_P50)
-			snprintf(label, sizeof label, "fault stall %s",
-			    c->page->unit);
-		else if (c->samples == 1 && f == FIG_READ_P50)
-			snprintf(label, sizeof label, "read-after-fault ns");
-		else if (f == FIG_GBS)
-			snprintf(label, sizeof label, "%s",
-			    bench_figs[f].label);
-		else
-			snprintf(label, sizeof label, "%s %s",
-			    bench_figs[f].label, bench_figs[f].fault ?
-			    c->page->unit : "ns");
+		bench_text_label(c, f, 1, label, sizeof label);
 		for (s = 0; s < BENCH_NSIDES; s++)
 			bench_text_cell(c->fig[f][s], c->done, s == SIDE_RATIO ?
 			    XF_RATIO : XF_FIG, div, cell[s], sizeof cell[s]);
@@ -179,18 +189,11 @@ bench_text_case(const struct bench *b, const struct bench_case *c)
 			if (bench_figs[f].multi && c->samples == 1)
 				continue;
 			div = bench_figs[f].fault ? c->page->unit_us : 1.0;
-			if (f == FIG_GBS)
-				snprintf(label, sizeof label, "%s",
-				    bench_figs[f].label);
-			else
-				snprintf(label, sizeof label, "%s %s",
-				    bench_figs[f].label, bench_figs[f].fault ?
-				    c->page->unit : "ns");
+			bench_text_label(c, f, 0, label, sizeof label);
 			bench_text_cell(c->quiet[f][0], c->done, XF_FIG, div,
 			    cell[0], sizeof cell[0]);
 			bench_text_cell(c->fig[f][SIDE_HPZ], c->done, XF_FIG,
-			    div,
-			    cell[1], sizeof cell[1]);
+			    div, cell[1], sizeof cell[1]);
 			bench_text_cell(c->quiet[f][1], c->done, XF_RATIO, 1.0,
 			    cell[2], sizeof cell[2]);
 			printf("  %-24s %-20s %-20s %s\n", label, cell[0],

@@ -170,9 +170,9 @@ struct bench {
 	int			 runs;
 	int			 threads[BENCH_MAX_LIST];
 	int			 nthreads;
-	const struct bench_page	*pages[BENCH_NPAGES];
+	int			 pages[BENCH_NPAGES];	/* indexes in bench_pages */
 	int			 npages;
-	int			 modes[BENCH_NMODES];
+	int			 modes[BENCH_NMODES];	/* in bench_modes */
 	int			 nmodes;
 	int			 json;
 	double			 idle_ms;	/* -I, or < 0 */

@@ -154,75 +154,64 @@ bench_usage(FILE *f)
 	    BENCH_IDLE_MIN_MS);
 }
 
-/* -t, -p or -m: a comma-separated list, no empty item, no repeat. */
+/*
+ * -t, -p or -m: a comma-separated list, no empty item, no repeat, of
+ * thread counts, or indexes in bench_pages or bench_modes.
+ */
 static int
 bench_parse_lists(struct bench *b, int opt, const char *arg)
 {
 	char		 item[32];
-	const char	*s = arg, *comma;
-	char		*end;
-	size_t		 len, i;
-	long		 v;
-	int		 n = 0, j;
+	const char	*s = arg, *comma, *name;
+	size_t		 len;
+	int		*list, *count, max, n = 0, i, v;
 
+	if (opt == 't') {
+		list = b->threads;
+		count = &b->nthreads;
+		max = BENCH_MAX_LIST;
+	} else if (opt == 'p') {
+		list = b->pages;
+		count = &b->npages;
+		max = (int)BENCH_NPAGES;
+	} else {
+		list = b->modes;
+		count = &b->nmodes;
+		max = (int)BENCH_NMODES;
+	}
 	do {
 		comma = strchr(s, ',');
 		len = comma != NULL ? (size_t)(comma - s) : strlen(s);
-		if (len == 0 || len >= sizeof item)
+		if (len == 0 || len >= sizeof item || n == max)
 			return (-1);
 		memcpy(item, s, len);
 		item[len] = '\0';
 		s += len + (comma != NULL);
-		if (n == BENCH_MAX_LIST)
-			return (-1);
-		switch (opt) {
-		case 't':
-			errno = 0;
-			v = strtol(item, &end, 10);
-			if (errno != 0 || *end != '\0' || v < 1 ||
-			    v > BENCH_MAX_THREADS)
-				return (-1);
-			for (j = 0; j < n; j++)
-				if (b->threads[j] == (int)v)
-					return (-1);
-			b->threads[n++] = (int)v;
-			break;
-		case 'p':
-			for (i = 0; i < BENCH_NPAGES; i++)
-				if (strcmp(item, bench_pages[i].name) == 0)
-					break;
-			if (i == BENCH_NPAGES || n == (int)BENCH_NPAGES)
-				return (-1);
-			for (j = 0; j < n; j++)
-				if (b->pages[j] == &bench_pages[i])
-					return (-1);
-			b->pages[n++] = &bench_pages[i];
-			break;
-		default:
-			if (strcmp(item, "all") == 0 && n == 0 &&
-			    comma == NULL) {
-				for (i = 0; i < BENCH_NMODES; i++)
-					b->modes[n++] = (int)i;
-				break;
-			}
-			for (i = 0; i < BENCH_NMODES; i++)
-				if (strcmp(item, bench_modes[i].name) == 0)
-					break;
-			if (i == BENCH_NMODES || n == (int)BENCH_NMODES)
-				return (-1);
-			for (j = 0; j < n; j++)
-				if (b->modes[j] == (int)i)
-					return (-1);
-			b->modes[n++] = (int)i;
+		if (opt == 'm' && strcmp(item, "all") == 0 && n == 0 &&
+		    comma == NULL) {
+			for (n = 0; n < max; n++)
+				list[n] = n;
 			break;
 		}
+		if (opt == 't') {
+			if (cli_parse_int(item, 1, BENCH_MAX_THREADS, &v) != 0)
+				return (-1);
+		} else {
+			for (v = 0; v < max; v++) {
+				name = opt == 'p' ? bench_pages[v].name :
+				    bench_modes[v].name;
+				if (strcmp(item, name) == 0)
+					break;
+			}
+			if (v == max)
+				return (-1);
+		}
+		for (i = 0; i < n; i++)
+			if (list[i] == v)
+				return (-1);
+		list[n++] = v;
 	} while (comma != NULL);
-	if (opt == 't')
-		b->nthreads = n;
-	else if (opt == 'p')
-		b->npages = n;
-	else
-		b->nmodes = n;
+	*count = n;
 	return (0);
 }
 
@@ -390,7 +379,7 @@ main(int argc, char **argv)
 	for (i = 0; i < b.npages; i++) {
 		for (j = 0; j < b.nmodes; j++) {
 			for (k = 0; k < b.nthreads; k++, c++) {
-				c->page = b.pages[i];
+				c->page = &bench_pages[b.pages[i]];
 				c->mode = b.modes[j];
 				c->threads = b.threads[k];
 				/* 1 GiB pages: whole pages, at least one. */

@@ -543,8 +543,11 @@ main(int argc, char **argv)
 				    " not '%s'", DEMO_MAX_THREADS, optarg);
 			break;
 		case 'p':
+			/* 2m and 1g are sizes, in either case; shmem a word. */
 			for (p = 0; p < DEMO_NPAGES; p++)
-				if (strcasecmp(optarg, demo_pages[p].name) == 0)
+				if ((demo_pages[p].flag == HPZ_PAGE_SHMEM ?
+				    strcmp : strcasecmp)(optarg,
+				    demo_pages[p].name) == 0)
 					break;
 			if (p == DEMO_NPAGES)
 				demo_usage_error("-p: want 2m, 1g or shmem,"
