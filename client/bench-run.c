@@ -38,6 +38,8 @@ static double	bench_run_rate(double, double);
 static int	bench_run_idle(struct bench *, struct bench_case *, uint64_t,
 		    const struct hpz_status *, double *, double *,
 		    struct hpz_status *, struct hpz_status *);
+static int	bench_run_create(struct bench *, struct bench_case *, int,
+		    struct hpz_region *, unsigned int, const char *);
 static int	bench_run_region_new(struct bench *, struct bench_case *, int,
 		    struct hpz_region *, unsigned int, int *, int *);
 static int	bench_run_region_end(struct bench *, struct hpz_region *, int,
@@ -333,6 +335,30 @@ bench_run_idle(struct bench *b, struct bench_case *c, uint64_t t0,
 }
 
 /*
+ * hpz_region_create of the case's size and page, with flags, for run:
+ * 0, -1 case skipped (the pool has no room for what), else the exit
+ * status.
+ */
+static int
+bench_run_create(struct bench *b, struct bench_case *c, int run,
+    struct hpz_region *reg, unsigned int flags, const char *what)
+{
+	int	 error;
+
+	memset(reg, 0, sizeof *reg);
+	if ((error = hpz_region_create(reg, c->size, c->page->hpzflag |
+	    flags)) == 0)
+		return (0);
+	if (error == -ENOMEM) {
+		bench_run_skip(c, "no room for %s in the %s pool in run %d",
+		    what, c->page->human, run);
+		return (-1);
+	}
+	bench_run_error(b, "hpz_region_create", error);
+	return (BENCH_EXIT_FAIL);
+}
+
+/*
  * Create a region of the case's size for run and register it with flags.
  * 0 done, -1 case skipped, else the exit status; *created, *registered
  * say what to undo.
@@ -344,19 +370,10 @@ bench_run_region_new(struct bench *b, struct bench_case *c, int run,
 {
 	int	 error;
 
-	memset(reg, 0, sizeof *reg);
 	/* Fresh memory, as these modes mean: the pool has modes of its own. */
-	if ((error = hpz_region_create(reg, c->size, c->page->hpzflag |
-	    HPZ_NO_POOL)) != 0) {
-		if (error == -ENOMEM) {
-			bench_run_skip(c,
-			    "no room for the hpzerod region in the"
-			    " %s pool in run %d", c->page->human, run);
-			return (-1);
-		}
-		bench_run_error(b, "hpz_region_create", error);
-		return (BENCH_EXIT_FAIL);
-	}
+	if ((error = bench_run_create(b, c, run, reg, HPZ_NO_POOL,
+	    "the hpzerod region")) != 0)
+		return (error);
 	*created = 1;
 	reg->flags = flags;
 	if ((error = hpz_register(reg)) != 0) {
@@ -549,21 +566,12 @@ bench_run_pool(struct bench *b, struct bench_case *c, int run,
 	x[X_IDLE_MS] = (double)(clock_now_ns() - t0) / 1e6;
 	if (bench_run_status(b, &sb) != 0)
 		return (BENCH_EXIT_FAIL);
-	memset(&reg, 0, sizeof reg);
 	t0 = clock_now_ns();
-	error = hpz_region_create(&reg, c->size, c->page->hpzflag |
-	    (m->flags & HPZ_PREMAP));
+	error = bench_run_create(b, c, run, &reg, m->flags & HPZ_PREMAP,
+	    "the region");
 	t1 = clock_now_ns();
-	if (error != 0) {
-		if (error == -ENOMEM) {
-			bench_run_skip(c,
-			    "no room for the region in the %s pool"
-			    " in run %d", c->page->human, run);
-			return (-1);
-		}
-		bench_run_error(b, "hpz_region_create", error);
-		return (BENCH_EXIT_FAIL);
-	}
+	if (error != 0)
+		return (error);
 	created = 1;
 	x[X_CREATE_MS] = (double)(t1 - t0) / 1e6;
 	if (bench_run_pool_level(c->page, &r1, &h1) == 0)

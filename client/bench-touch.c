@@ -124,17 +124,10 @@ bench_touch(void *addr, size_t size, size_t page, int threads,
 	pthread_barrier_t	 barrier;
 	uint64_t		 t0, t1;
 	size_t			 k = 0;
-	char			 name[16];
-	int			 i, error;
+	int			 i;
 
 	t = cli_alloc((size_t)threads * sizeof *t);
-	error = pthread_barrier_init(&barrier, NULL,
-	    (unsigned int)threads + 1);
-	if (error != 0) {
-		fprintf(stderr, "hpz-bench: pthread_barrier_init: %s\n",
-		    strerror(error));
-		exit(BENCH_EXIT_FAIL);
-	}
+	cli_barrier_init(&barrier, (unsigned int)threads + 1);
 	for (i = 0; i < threads; i++) {
 		t[i].barrier = &barrier;
 		t[i].base = addr;
@@ -143,17 +136,7 @@ bench_touch(void *addr, size_t size, size_t page, int threads,
 		t[i].fault_ns = fault_ns + k;
 		t[i].read_ns = read_ns + k;
 		k += bench_touch_pieces(t[i].lo, t[i].hi, page);
-		error = pthread_create(&t[i].tid, NULL, bench_touch_thread,
-		    &t[i]);
-		if (error != 0) {
-			/* The others wait on the barrier forever: leave. */
-			fprintf(stderr, "hpz-bench: pthread_create: %s\n",
-			    strerror(error));
-			exit(BENCH_EXIT_FAIL);
-		}
-		/* i < BENCH_MAX_THREADS: the modulo only quiets -Wformat. */
-		snprintf(name, sizeof name, "hpz-bench-%d", i % 1000);
-		pthread_setname_np(t[i].tid, name);
+		cli_thread_start(&t[i].tid, bench_touch_thread, &t[i], i);
 	}
 
 	pthread_barrier_wait(&barrier);

@@ -1,11 +1,13 @@
 /*
  * cli.c - the habits every client program shares: a bad command line said
- * in one shape, the socket option, the read-back that every byte hpzerod
- * served is zero, and the median/min/max of the runs.
+ * in one shape, the socket option, the threads that touch a region at
+ * once, the read-back that every byte hpzerod served is zero, and the
+ * median/min/max of the runs.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>	/* isfinite, NAN: macros, no libm */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,6 +112,39 @@ cli_alloc(size_t len)
 		exit(CLI_EXIT_FAIL);
 	}
 	return (p);
+}
+
+/* The barrier that starts a touch's n threads at once, or exit. */
+void
+cli_barrier_init(pthread_barrier_t *barrier, unsigned int n)
+{
+	int	 error;
+
+	if ((error = pthread_barrier_init(barrier, NULL, n)) != 0) {
+		fprintf(stderr, "%s: pthread_barrier_init: %s\n", cli_prog,
+		    strerror(error));
+		exit(CLI_EXIT_FAIL);
+	}
+}
+
+/*
+ * Start touching thread i, named for the program; exit if it cannot be
+ * made: the others already wait on the barrier, forever.
+ */
+void
+cli_thread_start(pthread_t *tid, void *(*fn)(void *), void *arg, int i)
+{
+	char	 name[16];	/* the kernel's limit, with the NUL */
+	int	 error;
+
+	if ((error = pthread_create(tid, NULL, fn, arg)) != 0) {
+		fprintf(stderr, "%s: pthread_create: %s\n", cli_prog,
+		    strerror(error));
+		exit(CLI_EXIT_FAIL);
+	}
+	/* The callers' thread limits are below 10000: "hpz-bench-255". */
+	snprintf(name, sizeof name, "%s-%d", cli_prog, i % 10000);
+	pthread_setname_np(*tid, name);
 }
 
 /*

@@ -1,12 +1,14 @@
 /*
  * cli.h - what the client programs (hpzctl, hpz-demo, hpz-bench, hpz-run)
  * share: their words for a bad command line, the socket option, the
- * zero check of what hpzerod served and the run statistics.  Not
- * installed; cli-json.c is apart, for the programs that link json-c.
+ * touching threads, the zero check of what hpzerod served and the run
+ * statistics.  Not installed; cli-json.c is apart, for the programs that
+ * link json-c.
  */
 #ifndef HPZ_CLI_H
 #define HPZ_CLI_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -25,6 +27,8 @@ int		 cli_parse_int(const char *, int, int, int *);
 void		 cli_socket_option(void (*)(FILE *), const char *);
 const char	*cli_socket(void);
 void		*cli_alloc(size_t);
+void		 cli_barrier_init(pthread_barrier_t *, unsigned int);
+void		 cli_thread_start(pthread_t *, void *(*)(void *), void *, int);
 size_t		 cli_nonzero(const void *, size_t, size_t *, unsigned int *);
 int		 cli_cmp(const void *, const void *);
 double		 cli_pct(double *, size_t, double);

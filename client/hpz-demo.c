@@ -214,34 +214,17 @@ demo_touch(const struct demo *d, void *addr, size_t len)
 	pthread_barrier_t	 barrier;
 	size_t			 pages = len / d->page, first, last;
 	uint64_t		 t0, t1;
-	char			 name[16];
-	int			 i, error;
+	int			 i;
 
 	t = cli_alloc((size_t)d->threads * sizeof *t);
-	error = pthread_barrier_init(&barrier, NULL,
-	    (unsigned int)d->threads + 1);
-	if (error != 0) {
-		fprintf(stderr, "hpz-demo: pthread_barrier_init: %s\n",
-		    strerror(error));
-		exit(DEMO_EXIT_FAIL);
-	}
+	cli_barrier_init(&barrier, (unsigned int)d->threads + 1);
 	for (i = 0; i < d->threads; i++) {
 		first = pages * (size_t)i / (size_t)d->threads;
 		last = pages * (size_t)(i + 1) / (size_t)d->threads;
 		t[i].barrier = &barrier;
 		t[i].base = (const unsigned char *)addr + first * d->page;
 		t[i].len = (last - first) * d->page;
-		error = pthread_create(&t[i].tid, NULL, demo_thread_main,
-		    &t[i]);
-		if (error != 0) {
-			/* The others wait on the barrier forever: leave. */
-			fprintf(stderr, "hpz-demo: pthread_create: %s\n",
-			    strerror(error));
-			exit(DEMO_EXIT_FAIL);
-		}
-		/* i < DEMO_MAX_THREADS: the modulo only quiets -Wformat. */
-		snprintf(name, sizeof name, "hpz-demo-%d", i % 10000);
-		pthread_setname_np(t[i].tid, name);
+		cli_thread_start(&t[i].tid, demo_thread_main, &t[i], i);
 	}
 
 	pthread_barrier_wait(&barrier);
