@@ -44,6 +44,9 @@ static int	bench_run_region_new(struct bench *, struct bench_case *, int,
 		    struct hpz_region *, unsigned int, int *, int *);
 static int	bench_run_region_end(struct bench *, struct hpz_region *, int,
 		    int);
+static void	bench_run_scrub_figures(const struct bench *, double *,
+		    const struct hpz_status *, const struct hpz_status *,
+		    const struct hpz_status *);
 static int	bench_run_hpz(struct bench *, struct bench_case *, int,
 		    double *, double *);
 static int	bench_run_pool_level(const struct bench_page *,
@@ -401,6 +404,23 @@ bench_run_region_end(struct bench *b, struct hpz_region *reg, int created,
 }
 
 /*
+ * The scrubbers' figures of a run from the daemon's counters: at the
+ * start (s0), when their work was timed to (at), after the read-back (sv).
+ */
+static void
+bench_run_scrub_figures(const struct bench *b, double *x,
+    const struct hpz_status *s0, const struct hpz_status *at,
+    const struct hpz_status *sv)
+{
+	x[X_BG_1CORE] = x[X_BG_GBS] / bench_touch_nt_median(b);
+	if (at->bg_ns != s0->bg_ns)
+		x[X_SCRUB_GBS] = (double)(at->bg_bytes_cleared -
+		    s0->bg_bytes_cleared) / (double)(at->bg_ns - s0->bg_ns);
+	x[X_BG_CLEARED] = (double)(sv->bg_pages_cleared -
+	    s0->bg_pages_cleared);
+}
+
+/*
  * One hpzerod touch: a new region registered with the mode's flags
  * (recycled: written with a pattern and hpz_reset; idle: left alone for T
  * first), touched, read back.  0 done, -1 case skipped, else the exit
@@ -488,11 +508,7 @@ bench_run_hpz(struct bench *b, struct bench_case *c, int run, double *out,
 		    (double)c->page->size;
 		x[X_BG_GBS] = bench_run_rate(v, s * 1e3);
 	}
-	x[X_BG_1CORE] = x[X_BG_GBS] / bench_touch_nt_median(b);
-	if (sv.bg_ns != s0.bg_ns)
-		x[X_SCRUB_GBS] = (double)(sv.bg_bytes_cleared -
-		    s0.bg_bytes_cleared) / (double)(sv.bg_ns - s0.bg_ns);
-	x[X_BG_CLEARED] = (double)(sv.bg_pages_cleared - s0.bg_pages_cleared);
+	bench_run_scrub_figures(b, x, &s0, &sv, &sv);
 	x[X_BG_POPULATED] = (double)(sv.bg_pages_populated -
 	    s0.bg_pages_populated);
 	x[X_BG_PREMAPPED] = (double)(sv.bg_pages_premapped -
@@ -679,11 +695,7 @@ bench_run_busy(struct bench *b, struct bench_case *c, int run,
 		c->quiet[f][0][run - 1] = q[f];
 		c->quiet[f][1][run - 1] = out[f] / q[f];
 	}
-	x[X_BG_1CORE] = x[X_BG_GBS] / bench_touch_nt_median(b);
-	if (sa.bg_ns != s0.bg_ns)
-		x[X_SCRUB_GBS] = (double)(sa.bg_bytes_cleared -
-		    s0.bg_bytes_cleared) / (double)(sa.bg_ns - s0.bg_ns);
-	x[X_BG_CLEARED] = (double)(sv.bg_pages_cleared - s0.bg_pages_cleared);
+	bench_run_scrub_figures(b, x, &s0, &sa, &sv);
 	x[X_TOUCH_BG_CLEARED] = (double)(sa.bg_pages_cleared -
 	    s0.bg_pages_cleared);
 	x[X_PENDING_AFTER] = (double)sa.bg_pages_pending;

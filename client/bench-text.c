@@ -19,6 +19,7 @@ static void	bench_text_wrap(const char *, int, int);
 static int	bench_text_has_bg(const struct bench *);
 static void	bench_text_label(const struct bench_case *, int, int, char *,
 		    size_t);
+static void	bench_text_figs(const struct bench_case *, int);
 static void	bench_text_case(const struct bench *,
 		    const struct bench_case *);
 static void	bench_text_bg(const struct bench *,
@@ -130,15 +131,49 @@ bench_text_label(const struct bench_case *c, int f, int one, char *label,
 		    bench_figs[f].fault ? c->page->unit : "ns");
 }
 
+/*
+ * The figures of a case, one a row: kernel, hpzerod and their ratio, or
+ * for busy the touch alone (quiet), beside the scrubbers (busy) and the
+ * ratio of the two.
+ */
+static void
+bench_text_figs(const struct bench_case *c, int busy)
+{
+	static const char *const head[2][3] = {
+		{ "kernel", "hpzerod", "hpzerod/kernel" },
+		{ "quiet", "busy", "busy/quiet" },
+	};
+	const double	*col[3];
+	char		 label[48], cell[3][96];
+	double		 div;
+	int		 f, s;
+
+	printf("  %-24s %-20s %-20s %s\n", "", head[busy][0], head[busy][1],
+	    head[busy][2]);
+	for (f = 0; f < BENCH_NFIGS; f++) {
+		if (bench_figs[f].multi && c->samples == 1)
+			continue;
+		div = bench_figs[f].fault ? c->page->unit_us : 1.0;
+		bench_text_label(c, f, !busy, label, sizeof label);
+		col[0] = busy ? c->quiet[f][0] : c->fig[f][SIDE_KERNEL];
+		col[1] = c->fig[f][SIDE_HPZ];
+		col[2] = busy ? c->quiet[f][1] : c->fig[f][SIDE_RATIO];
+		for (s = 0; s < 3; s++)
+			bench_text_cell(col[s], c->done, s == 2 ? XF_RATIO :
+			    XF_FIG, div, cell[s], sizeof cell[s]);
+		printf("  %-24s %-20s %-20s %s\n", label, cell[0], cell[1],
+		    cell[2]);
+	}
+}
+
 /* One case's block of the table. */
 static void
 bench_text_case(const struct bench *b, const struct bench_case *c)
 {
 	const struct bench_mode	*m = &bench_modes[c->mode];
-	char		 sz[32], label[48], cell[BENCH_NSIDES][96], what[256];
-	double		 div;
+	char		 sz[32], label[48], cell[96], what[256];
 	size_t		 len;
-	int		 f, s, x, r, missing;
+	int		 x, r, missing;
 
 	printf("\n%s %s t=%d: %s region%s, %zu fault%s timed a run",
 	    c->page->name, m->name, c->threads,
@@ -161,44 +196,16 @@ bench_text_case(const struct bench *b, const struct bench_case *c)
 	}
 	if (c->skipped)
 		printf("  (the remaining runs were skipped: %s)\n", c->why);
-	printf("  %-24s %-20s %-20s %s\n", "", "kernel", "hpzerod",
-	    "hpzerod/kernel");
-	for (f = 0; f < BENCH_NFIGS; f++) {
-		if (bench_figs[f].multi && c->samples == 1)
-			continue;
-		div = bench_figs[f].fault ? c->page->unit_us : 1.0;
-		bench_text_label(c, f, 1, label, sizeof label);
-		for (s = 0; s < BENCH_NSIDES; s++)
-			bench_text_cell(c->fig[f][s], c->done, s == SIDE_RATIO ?
-			    XF_RATIO : XF_FIG, div, cell[s], sizeof cell[s]);
-		printf("  %-24s %-20s %-20s %s\n", label, cell[SIDE_KERNEL],
-		    cell[SIDE_HPZ], cell[SIDE_RATIO]);
-	}
+	bench_text_figs(c, 0);
 	if (m->recycle) {
-		bench_text_cell(c->reset_ms, c->done, XF_FIG, 1.0, cell[0],
-		    sizeof cell[0]);
-		printf("  %-24s %-20s %s\n", "hpz_reset ms (untimed)", "",
-		    cell[0]);
+		bench_text_cell(c->reset_ms, c->done, XF_FIG, 1.0, cell,
+		    sizeof cell);
+		printf("  %-24s %-20s %s\n", "hpz_reset ms (untimed)", "", cell);
 	}
 	if (m->busy) {
 		printf("  the same run, region A touched alone (quiet) and"
 		    " right after B's reset (busy):\n");
-		printf("  %-24s %-20s %-20s %s\n", "", "quiet", "busy",
-		    "busy/quiet");
-		for (f = 0; f < BENCH_NFIGS; f++) {
-			if (bench_figs[f].multi && c->samples == 1)
-				continue;
-			div = bench_figs[f].fault ? c->page->unit_us : 1.0;
-			bench_text_label(c, f, 0, label, sizeof label);
-			bench_text_cell(c->quiet[f][0], c->done, XF_FIG, div,
-			    cell[0], sizeof cell[0]);
-			bench_text_cell(c->fig[f][SIDE_HPZ], c->done, XF_FIG,
-			    div, cell[1], sizeof cell[1]);
-			bench_text_cell(c->quiet[f][1], c->done, XF_RATIO, 1.0,
-			    cell[2], sizeof cell[2]);
-			printf("  %-24s %-20s %-20s %s\n", label, cell[0],
-			    cell[1], cell[2]);
-		}
+		bench_text_figs(c, 1);
 	}
 	for (x = 0; x < BENCH_NX; x++) {
 		if (!bench_x_applies(m, x))
@@ -213,19 +220,17 @@ bench_text_case(const struct bench *b, const struct bench_case *c)
 		else
 			snprintf(label, sizeof label, "%s", bench_x[x].label);
 		bench_text_cell(c->x[x], c->done, bench_x[x].format, 1.0,
-		    cell[0],
-		    sizeof cell[0]);
+		    cell, sizeof cell);
 		for (r = missing = 0; r < c->done; r++)
 			missing += !isfinite(c->x[x][r]);
 		if (missing == c->done)
-			snprintf(cell[0], sizeof cell[0], "%s", x == X_DONE_MS
-			    ||
+			snprintf(cell, sizeof cell, "%s", x == X_DONE_MS ||
 			    x == X_PREMAP_MS ? "not done" : "-");
 		else if (missing > 0 && (x == X_DONE_MS || x == X_PREMAP_MS))
-			snprintf(cell[0] + strlen(cell[0]), sizeof cell[0] -
-			    strlen(cell[0]), ", not done in %d of %d", missing,
+			snprintf(cell + strlen(cell), sizeof cell -
+			    strlen(cell), ", not done in %d of %d", missing,
 			    c->done);
-		printf("  %-24s %-20s %s\n", label, "", cell[0]);
+		printf("  %-24s %-20s %s\n", label, "", cell);
 	}
 	printf("  daemon: %llu faults (%llu missing, %llu minor, %llu"
 	    " shared), pages: %llu cleared,\n  %llu populated, %llu punched;"
