@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "hpz.h"
+#include "size.h"
 #include "cli.h"
 
 #define CLI_BLOCK	4096UL	/* cli_nonzero ORs this much at a time */
@@ -75,6 +76,30 @@ cli_parse_int(const char *s, int min, int max, int *out)
 		return (-1);
 	*out = (int)v;
 	return (0);
+}
+
+/* Option -opt's number of unit, within [min, max], or exit 2. */
+int
+cli_int_arg(void (*usage)(FILE *), int opt, const char *arg, int min,
+    int max, const char *unit)
+{
+	int	 v;
+
+	if (cli_parse_int(arg, min, max, &v) != 0)
+		cli_usage_error(usage, "-%c: want %d to %d %s, not '%s'", opt,
+		    min, max, unit, arg);
+	return (v);
+}
+
+/* Option -opt's size ("64M"), 1 to max bytes, or exit 2. */
+size_t
+cli_size_arg(void (*usage)(FILE *), int opt, const char *arg, uint64_t max)
+{
+	size_t	 v;
+
+	if (size_parse_max(arg, max, &v) != 0)
+		cli_usage_error(usage, "-%c: bad size '%s'", opt, arg);
+	return (v);
 }
 
 /* -s socket: libhpz reads the socket from $HPZ_SOCKET. */

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define CLI_EXIT_FAIL		1
@@ -24,6 +25,9 @@ void		 cli_usage_error(void (*)(FILE *), const char *, ...)
 void		 cli_bad_option(void (*)(FILE *), const char *, int, char **)
 		    __attribute__((noreturn));
 int		 cli_parse_int(const char *, int, int, int *);
+int		 cli_int_arg(void (*)(FILE *), int, const char *, int, int,
+		    const char *);
+size_t		 cli_size_arg(void (*)(FILE *), int, const char *, uint64_t);
 void		 cli_socket_option(void (*)(FILE *), const char *);
 const char	*cli_socket(void);
 void		*cli_alloc(size_t);

@@ -289,7 +289,7 @@ main(int argc, char **argv)
 	};
 	struct bench		 b;
 	struct bench_case	*c;
-	int			 ch, i, j, k, f, s, rc = 0, error, v;
+	int			 ch, i, j, k, f, s, rc = 0, error;
 
 	cli_prog = "hpz-bench";
 	memset(&b, 0, sizeof b);
@@ -311,15 +311,13 @@ main(int argc, char **argv)
 			break;
 		case 'S':
 			/* The warm-up maps more: far from overflow. */
-			if (size_parse_max(optarg, SIZE_MAX / 8, &b.size) != 0)
-				bench_usage_error("-S: bad size '%s'", optarg);
+			b.size = cli_size_arg(bench_usage, ch, optarg,
+			    SIZE_MAX / 8);
 			b.size_set = 1;
 			break;
 		case 'r':
-			if (cli_parse_int(optarg, 1, BENCH_MAX_RUNS,
-			    &b.runs) != 0)
-				bench_usage_error("-r: want 1 to %d runs, not"
-				    " '%s'", BENCH_MAX_RUNS, optarg);
+			b.runs = cli_int_arg(bench_usage, ch, optarg, 1,
+			    BENCH_MAX_RUNS, "runs");
 			break;
 		case 't':
 			if (bench_parse_lists(&b, ch, optarg) != 0)
@@ -340,11 +338,8 @@ main(int argc, char **argv)
 				    " not '%s'", optarg);
 			break;
 		case 'I':
-			if (cli_parse_int(optarg, 0, BENCH_IDLE_MAX_MS,
-			    &v) != 0)
-				bench_usage_error("-I: want 0 to %d ms, not"
-				    " '%s'", BENCH_IDLE_MAX_MS, optarg);
-			b.idle_ms = (double)v;
+			b.idle_ms = cli_int_arg(bench_usage, ch, optarg, 0,
+			    BENCH_IDLE_MAX_MS, "ms");
 			break;
 		default:
 			cli_bad_option(bench_usage, "", ch, argv);

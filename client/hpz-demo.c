@@ -515,15 +515,13 @@ main(int argc, char **argv)
 			break;
 		case 'S':
 			/* The warm-up maps more than the size: far from overflow. */
-			if (size_parse_max(optarg, SIZE_MAX / 4, &d.size) != 0)
-				demo_usage_error("-S: bad size '%s'", optarg);
+			d.size = cli_size_arg(demo_usage, ch, optarg,
+			    SIZE_MAX / 4);
 			size_set = 1;
 			break;
 		case 't':
-			if (cli_parse_int(optarg, 1, DEMO_MAX_THREADS,
-			    &d.threads) != 0)
-				demo_usage_error("-t: want 1 to %d threads,"
-				    " not '%s'", DEMO_MAX_THREADS, optarg);
+			d.threads = cli_int_arg(demo_usage, ch, optarg, 1,
+			    DEMO_MAX_THREADS, "threads");
 			break;
 		case 'p':
 			/* 2m and 1g are sizes, in either case; shmem a word. */
@@ -538,10 +536,8 @@ main(int argc, char **argv)
 			demo_set_page(&d, &demo_pages[p]);
 			break;
 		case 'r':
-			if (cli_parse_int(optarg, 1, DEMO_MAX_RUNS,
-			    &d.runs) != 0)
-				demo_usage_error("-r: want 1 to %d runs,"
-				    " not '%s'", DEMO_MAX_RUNS, optarg);
+			d.runs = cli_int_arg(demo_usage, ch, optarg, 1,
+			    DEMO_MAX_RUNS, "runs");
 			break;
 		default:
 			cli_bad_option(demo_usage, "", ch, argv);
