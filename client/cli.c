@@ -63,6 +63,16 @@ cli_bad_option(void (*usage)(FILE *), const char *where, int ch,
 	cli_usage_error(usage, "%sunknown option %s", where, arg);
 }
 
+/* Nothing may follow the options, from argv[first] on ("stats: "). */
+void
+cli_no_more_args(void (*usage)(FILE *), const char *where, int first,
+    int argc, char **argv)
+{
+	if (first < argc)
+		cli_usage_error(usage, "%sunexpected argument '%s'", where,
+		    argv[first]);
+}
+
 /* Parse a decimal int within [min, max]; 0 on success. */
 int
 cli_parse_int(const char *s, int min, int max, int *out)

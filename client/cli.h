@@ -24,6 +24,8 @@ void		 cli_usage_error(void (*)(FILE *), const char *, ...)
 		    __attribute__((format(printf, 2, 3), noreturn));
 void		 cli_bad_option(void (*)(FILE *), const char *, int, char **)
 		    __attribute__((noreturn));
+void		 cli_no_more_args(void (*)(FILE *), const char *, int, int,
+		    char **);
 int		 cli_parse_int(const char *, int, int, int *);
 int		 cli_int_arg(void (*)(FILE *), int, const char *, int, int,
 		    const char *);

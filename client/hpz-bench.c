@@ -345,8 +345,7 @@ main(int argc, char **argv)
 			cli_bad_option(bench_usage, "", ch, argv);
 		}
 	}
-	if (optind != argc)
-		bench_usage_error("unexpected argument '%s'", argv[optind]);
+	cli_no_more_args(bench_usage, "", optind, argc, argv);
 	if (b.nthreads == 0)
 		bench_parse_lists(&b, 't', "1,2");
 	if (b.npages == 0)

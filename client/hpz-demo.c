@@ -543,8 +543,7 @@ main(int argc, char **argv)
 			cli_bad_option(demo_usage, "", ch, argv);
 		}
 	}
-	if (optind != argc)
-		demo_usage_error("unexpected argument '%s'", argv[optind]);
+	cli_no_more_args(demo_usage, "", optind, argc, argv);
 	if (!size_set && d.size < d.page)
 		d.size = d.page;
 	if (d.size % d.page != 0)

@@ -194,9 +194,7 @@ hpzctl_status(int argc, char **argv)
 	struct hpz_status	 st;
 	char			 b1[32], b2[32];
 
-	if (argc > 1)
-		hpzctl_usage_error("status: unexpected argument '%s'",
-		    argv[1]);
+	cli_no_more_args(hpzctl_usage, "status: ", 1, argc, argv);
 	if (hpzctl_query(&st) != 0)
 		return (1);
 
@@ -606,9 +604,7 @@ hpzctl_stats(int argc, char **argv)
 			hpzctl_bad_option("stats: ", ch, argv);
 		}
 	}
-	if (optind < argc)
-		hpzctl_usage_error("stats: unexpected argument '%s'",
-		    argv[optind]);
+	cli_no_more_args(hpzctl_usage, "stats: ", optind, argc, argv);
 	if (interval > 0 && json)
 		hpzctl_usage_error("stats: -w and --json do not go together");
 	if (count > 0 && interval == 0)
@@ -841,9 +837,7 @@ hpzctl_top(int argc, char **argv)
 			hpzctl_bad_option("top: ", ch, argv);
 		}
 	}
-	if (optind < argc)
-		hpzctl_usage_error("top: unexpected argument '%s'",
-		    argv[optind]);
+	cli_no_more_args(hpzctl_usage, "top: ", optind, argc, argv);
 	return (hpzctl_top_loop(interval, count));
 }
 
@@ -1007,9 +1001,7 @@ hpzctl_prometheus(int argc, char **argv)
 			hpzctl_bad_option("prometheus: ", ch, argv);
 		}
 	}
-	if (optind < argc)
-		hpzctl_usage_error("prometheus: unexpected argument '%s'",
-		    argv[optind]);
+	cli_no_more_args(hpzctl_usage, "prometheus: ", optind, argc, argv);
 	/* Everything first: no half-written output when the daemon fails. */
 	if (hpzctl_query(&st) != 0)
 		return (1);
