@@ -26,9 +26,9 @@
 #include "size.h"
 #include "clock.h"
 #include "uffd-compat.h"
+#include "cli.h"
 
-#define DEMO_EXIT_FAIL		1
-#define DEMO_EXIT_USAGE		2
+#define DEMO_EXIT_FAIL		CLI_EXIT_FAIL
 #define DEMO_EXIT_SKIP		77	/* automake's "skipped" */
 
 #define DEMO_SUBPAGE		4096UL	/* the touch reads one byte of each */
@@ -58,6 +58,21 @@ struct demo_thread {
 	unsigned long		 sink;	/* keeps the reads from vanishing */
 };
 
+/* A page size -p names. */
+struct demo_page {
+	const char	*name;		/* on the command line */
+	size_t		 size;
+	unsigned int	 flag;		/* HPZ_PAGE_* */
+	const char	*human;		/* for messages */
+};
+
+static const struct demo_page demo_pages[] = {
+	{ "2m",		2UL << 20,	HPZ_PAGE_2M,	"2 MiB" },
+	{ "1g",		1UL << 30,	HPZ_PAGE_1G,	"1 GiB" },
+	{ "shmem",	DEMO_SUBPAGE,	HPZ_PAGE_SHMEM,	"4 KiB shmem" },
+};
+#define DEMO_NPAGES	(sizeof demo_pages / sizeof demo_pages[0])
+
 /* The rows of the summary. */
 enum {
 	DEMO_KERNEL,
@@ -80,9 +95,8 @@ static const char *const demo_rows[DEMO_NROWS] = {
 static unsigned long	demo_sink;
 
 static void	demo_usage(FILE *);
-static void	demo_usage_error(const char *, ...)
-		    __attribute__((format(printf, 1, 2), noreturn));
-static int	demo_parse_int(const char *, int, int, int *);
+#define demo_usage_error(...)	cli_usage_error(demo_usage, __VA_ARGS__)
+static void	demo_set_page(struct demo *, const struct demo_page *);
 static int	demo_pool(const struct demo *);
 static void	*demo_thread_main(void *);
 static double	demo_touch(const struct demo *, void *, size_t);
@@ -92,8 +106,6 @@ static int	demo_kernel_run(const struct demo *, size_t, double *);
 static void	demo_hpz_error(const struct demo *, const char *, int);
 static int	demo_hpz_run(struct demo *, int, double *, double *,
 		    double *);
-static int	demo_cmp(const void *, const void *);
-static double	demo_median(const double *, int, double *, double *);
 static void	demo_summary(const struct demo *, double *[DEMO_NROWS]);
 
 /* How to call us; on stdout for -h, on stderr after a mistake. */
@@ -114,34 +126,13 @@ demo_usage(FILE *f)
 	    " 77 not enough huge pages (skipped)\n", HPZ_SOCKET_DEFAULT);
 }
 
-/* A bad command line: say what is wrong, show the usage, exit 2. */
+/* Serve the demo from pages of pg's size. */
 static void
-demo_usage_error(const char *fmt, ...)
+demo_set_page(struct demo *d, const struct demo_page *pg)
 {
-	va_list	ap;
-
-	fputs("hpz-demo: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	demo_usage(stderr);
-	exit(DEMO_EXIT_USAGE);
-}
-
-/* Parse a decimal int within [min, max]; 0 on success. */
-static int
-demo_parse_int(const char *s, int min, int max, int *out)
-{
-	long	 v;
-	char	*end;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
-		return (-1);
-	*out = (int)v;
-	return (0);
+	d->page = pg->size;
+	d->pageflag = pg->flag;
+	d->pagename = pg->human;
 }
 
 /* Room in the hugetlb pool for hpzerod's region and the kernel's? */
@@ -223,37 +214,17 @@ demo_touch(const struct demo *d, void *addr, size_t len)
 	pthread_barrier_t	 barrier;
 	size_t			 pages = len / d->page, first, last;
 	uint64_t		 t0, t1;
-	char			 name[16];
-	int			 i, error;
+	int			 i;
 
-	if ((t = calloc((size_t)d->threads, sizeof *t)) == NULL) {
-		fprintf(stderr, "hpz-demo: out of memory\n");
-		exit(DEMO_EXIT_FAIL);
-	}
-	error = pthread_barrier_init(&barrier, NULL,
-	    (unsigned int)d->threads + 1);
-	if (error != 0) {
-		fprintf(stderr, "hpz-demo: pthread_barrier_init: %s\n",
-		    strerror(error));
-		exit(DEMO_EXIT_FAIL);
-	}
+	t = cli_alloc((size_t)d->threads * sizeof *t);
+	cli_barrier_init(&barrier, (unsigned int)d->threads + 1);
 	for (i = 0; i < d->threads; i++) {
 		first = pages * (size_t)i / (size_t)d->threads;
 		last = pages * (size_t)(i + 1) / (size_t)d->threads;
 		t[i].barrier = &barrier;
 		t[i].base = (const unsigned char *)addr + first * d->page;
 		t[i].len = (last - first) * d->page;
-		error = pthread_create(&t[i].tid, NULL, demo_thread_main,
-		    &t[i]);
-		if (error != 0) {
-			/* The others wait on the barrier forever: leave. */
-			fprintf(stderr, "hpz-demo: pthread_create: %s\n",
-			    strerror(error));
-			exit(DEMO_EXIT_FAIL);
-		}
-		/* i < DEMO_MAX_THREADS: the modulo only quiets -Wformat. */
-		snprintf(name, sizeof name, "hpz-demo-%d", i % 10000);
-		pthread_setname_np(t[i].tid, name);
+		cli_thread_start(&t[i].tid, demo_thread_main, &t[i], i);
 	}
 
 	pthread_barrier_wait(&barrier);
@@ -269,36 +240,14 @@ demo_touch(const struct demo *d, void *addr, size_t len)
 	return ((double)(t1 - t0) / 1e9);
 }
 
-/*
- * Every byte of the region must read zero: OR a 4 KiB block a word at a
- * time, and only look at the bytes of a block that is not all zero.
- */
+/* Every byte of the region must read zero: say where one is not. */
 static int
 demo_verify(struct demo *d, const void *addr, const char *what, int run)
 {
-	const unsigned char	*base = addr;
-	const uint64_t		*w;
-	uint64_t		 acc;
-	size_t			 off, j, bad = 0, first = 0;
-	unsigned int		 firstval = 0;
+	size_t		 bad, first;
+	unsigned int	 firstval;
 
-	for (off = 0; off < d->size; off += DEMO_SUBPAGE) {
-		w = (const uint64_t *)(base + off);
-		acc = 0;
-		for (j = 0; j < DEMO_SUBPAGE / sizeof *w; j++)
-			acc |= w[j];
-		if (acc == 0)
-			continue;
-		for (j = 0; j < DEMO_SUBPAGE; j++) {
-			if (base[off + j] == 0)
-				continue;
-			if (bad++ == 0) {
-				first = off + j;
-				firstval = base[off + j];
-			}
-		}
-	}
-	if (bad != 0) {
+	if ((bad = cli_nonzero(addr, d->size, &first, &firstval)) != 0) {
 		fprintf(stderr, "hpz-demo: %s, run %d: %zu of %zu bytes are not"
 		    " zero; the first at offset %zu (0x%zx) reads 0x%02x\n",
 		    what, run, bad, d->size, first, first, firstval);
@@ -511,35 +460,6 @@ demo_pool_run(struct demo *d, int run, double *gbs)
 	return (rc);
 }
 
-/* qsort order for doubles. */
-static int
-demo_cmp(const void *a, const void *b)
-{
-	double	 x = *(const double *)a, y = *(const double *)b;
-
-	return ((x > y) - (x < y));
-}
-
-/* Median of n figures, and their min and max; v is left as it is. */
-static double
-demo_median(const double *v, int n, double *min, double *max)
-{
-	double	*s;
-	double	 m;
-
-	if ((s = malloc((size_t)n * sizeof *s)) == NULL) {
-		fprintf(stderr, "hpz-demo: out of memory\n");
-		exit(DEMO_EXIT_FAIL);
-	}
-	memcpy(s, v, (size_t)n * sizeof *s);
-	qsort(s, (size_t)n, sizeof *s, demo_cmp);
-	*min = s[0];
-	*max = s[n - 1];
-	m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
-	free(s);
-	return (m);
-}
-
 /* The table: each row's median beside the kernel's, and as a ratio. */
 static void
 demo_summary(const struct demo *d, double *gbs[DEMO_NROWS])
@@ -556,7 +476,7 @@ demo_summary(const struct demo *d, double *gbs[DEMO_NROWS])
 			    "no pool file", "");
 			continue;
 		}
-		med[r] = demo_median(gbs[r], d->runs, &min, &max);
+		cli_stats(gbs[r], d->runs, &med[r], &min, &max);
 		snprintf(range, sizeof range, "%.2f - %.2f", min, max);
 		printf("%-36s %11.2f %15s %9.2fx\n", demo_rows[r], med[r],
 		    range, med[DEMO_KERNEL] > 0 ? med[r] / med[DEMO_KERNEL] :
@@ -573,14 +493,14 @@ main(int argc, char **argv)
 	struct hpz_status	 before, after;
 	double			*gbs[DEMO_NROWS], reset_ms = 0, warm;
 	char			 sz[32], h[32];
+	size_t			 p;
 	int			 ch, r, i, rc, size_set = 0;
 	int			 error;
 
+	cli_prog = "hpz-demo";
 	memset(&d, 0, sizeof d);
 	d.size = DEMO_DEFAULT_SIZE;
-	d.page = 2UL << 20;
-	d.pageflag = HPZ_PAGE_2M;
-	d.pagename = "2 MiB";
+	demo_set_page(&d, &demo_pages[0]);
 	d.threads = 2;
 	d.runs = 3;
 
@@ -591,66 +511,45 @@ main(int argc, char **argv)
 			demo_usage(stdout);
 			return (0);
 		case 's':
-			if (*optarg == '\0')
-				demo_usage_error("-s: empty socket path");
-			/* libhpz reads the socket from here. */
-			if (setenv("HPZ_SOCKET", optarg, 1) != 0) {
-				fprintf(stderr, "hpz-demo: setenv: %s\n",
-				    strerror(errno));
-				return (DEMO_EXIT_FAIL);
-			}
+			cli_socket_option(demo_usage, optarg);
 			break;
 		case 'S':
 			/* The warm-up maps more than the size: far from overflow. */
-			if (size_parse_max(optarg, SIZE_MAX / 4, &d.size) != 0)
-				demo_usage_error("-S: bad size '%s'", optarg);
+			d.size = cli_size_arg(demo_usage, ch, optarg,
+			    SIZE_MAX / 4);
 			size_set = 1;
 			break;
 		case 't':
-			if (demo_parse_int(optarg, 1, DEMO_MAX_THREADS,
-			    &d.threads) != 0)
-				demo_usage_error("-t: want 1 to %d threads,"
-				    " not '%s'", DEMO_MAX_THREADS, optarg);
+			d.threads = cli_int_arg(demo_usage, ch, optarg, 1,
+			    DEMO_MAX_THREADS, "threads");
 			break;
 		case 'p':
-			if (strcasecmp(optarg, "2m") == 0) {
-				d.page = 2UL << 20;
-				d.pageflag = HPZ_PAGE_2M;
-				d.pagename = "2 MiB";
-			} else if (strcasecmp(optarg, "1g") == 0) {
-				d.page = 1UL << 30;
-				d.pageflag = HPZ_PAGE_1G;
-				d.pagename = "1 GiB";
-			} else if (strcmp(optarg, "shmem") == 0) {
-				d.page = DEMO_SUBPAGE;
-				d.pageflag = HPZ_PAGE_SHMEM;
-				d.pagename = "4 KiB shmem";
-			} else
+			/* 2m and 1g are sizes, in either case; shmem a word. */
+			for (p = 0; p < DEMO_NPAGES; p++)
+				if ((demo_pages[p].flag == HPZ_PAGE_SHMEM ?
+				    strcmp : strcasecmp)(optarg,
+				    demo_pages[p].name) == 0)
+					break;
+			if (p == DEMO_NPAGES)
 				demo_usage_error("-p: want 2m, 1g or shmem,"
 				    " not '%s'", optarg);
+			demo_set_page(&d, &demo_pages[p]);
 			break;
 		case 'r':
-			if (demo_parse_int(optarg, 1, DEMO_MAX_RUNS,
-			    &d.runs) != 0)
-				demo_usage_error("-r: want 1 to %d runs,"
-				    " not '%s'", DEMO_MAX_RUNS, optarg);
+			d.runs = cli_int_arg(demo_usage, ch, optarg, 1,
+			    DEMO_MAX_RUNS, "runs");
 			break;
-		case ':':
-			demo_usage_error("-%c needs an argument", optopt);
 		default:
-			demo_usage_error("unknown option -%c", optopt);
+			cli_bad_option(demo_usage, "", ch, argv);
 		}
 	}
-	if (optind != argc)
-		demo_usage_error("unexpected argument '%s'", argv[optind]);
+	cli_no_more_args(demo_usage, "", optind, argc, argv);
 	if (!size_set && d.size < d.page)
 		d.size = d.page;
 	if (d.size % d.page != 0)
 		demo_usage_error("-S: %s is not a multiple of the %s page",
 		    size_format(SIZE_FMT_ROUND, d.size, sz, sizeof sz), d.pagename);
-	d.socket = getenv("HPZ_SOCKET");
-	if (d.socket == NULL || *d.socket == '\0')
-		d.socket = HPZ_SOCKET_DEFAULT;
+	d.socket = cli_socket();
 
 	printf("hpz-demo %s: %s of %s pages, %d thread%s, %d run%s,"
 	    " hpzerod at %s\n", HPZ_VERSION,
@@ -667,12 +566,8 @@ main(int argc, char **argv)
 	if ((rc = demo_pool(&d)) != 0)
 		return (rc);
 
-	for (r = 0; r < DEMO_NROWS; r++) {
-		if ((gbs[r] = calloc((size_t)d.runs, sizeof *gbs[r])) == NULL) {
-			fprintf(stderr, "hpz-demo: out of memory\n");
-			return (DEMO_EXIT_FAIL);
-		}
-	}
+	for (r = 0; r < DEMO_NROWS; r++)
+		gbs[r] = cli_alloc((size_t)d.runs * sizeof *gbs[r]);
 
 	/*
 	 * This VM backs RAM lazily and the very first touch of a page is

@@ -22,12 +22,12 @@
 #include "runflags.h"
 #include "runselect.h"
 #include "size.h"
+#include "cli.h"
 
 #ifndef HPZ_PRELOAD_PATH
 #define HPZ_PRELOAD_PATH	"/usr/local/lib/hpzerod/libhpz-preload.so"
 #endif
 
-#define RUN_EXIT_USAGE		2
 #define RUN_EXIT_CANNOT_EXEC	126
 #define RUN_EXIT_NOT_FOUND	127
 
@@ -64,18 +64,8 @@ run_usage(FILE *f)
 "$HPZ_PRELOAD names another.  Children of program inherit LD_PRELOAD.\n");
 }
 
-static void __attribute__((format(printf, 1, 2), noreturn))
-run_usage_error(const char *fmt, ...)
-{
-	va_list	ap;
-
-	fputs("hpz-run: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'hpz-run -h' for help.\n", stderr);
-	exit(RUN_EXIT_USAGE);
-}
+/* A bad command line: say what is wrong and where the help is, exit 2. */
+#define run_usage_error(...)	cli_usage_error(NULL, __VA_ARGS__)
 
 /* "64M", "1G", "4096": bytes with an optional K/M/G/T suffix. */
 static int
@@ -129,6 +119,21 @@ run_find_program(const char *prog)
 	}
 }
 
+/*
+ * What run_is_static reads of an ELF file, written once for both classes
+ * (Elf64_* and Elf32_* have the same field names, not the same types):
+ * the header's program header table, if it is an executable; the type of
+ * the program header at off, or -1.
+ */
+#define RUN_ELF_HEADER(fd, e, phoff, phnum, phentsize)			\
+	(pread((fd), &(e), sizeof(e), 0) == (ssize_t)sizeof(e) &&	\
+	((e).e_type == ET_EXEC || (e).e_type == ET_DYN) &&		\
+	((phoff) = (e).e_phoff, (phnum) = (e).e_phnum,			\
+	(phentsize) = (e).e_phentsize, 1))
+#define RUN_ELF_PTYPE(fd, p, off)					\
+	(pread((fd), &(p), sizeof(p), (off)) == (ssize_t)sizeof(p) ?	\
+	(long)(p).p_type : -1L)
+
 /* 1 if path is an ELF executable with no interpreter: no LD_PRELOAD. */
 static int
 run_is_static(const char *path)
@@ -138,48 +143,32 @@ run_is_static(const char *path)
 	Elf32_Ehdr	 e32;
 	Elf64_Phdr	 p64;
 	Elf32_Phdr	 p32;
-	uint64_t	 phoff;
-	unsigned int	 phnum, phentsize, i, type;
-	int		 fd, result = 0;
+	uint64_t	 phoff = 0;
+	unsigned int	 phnum = 0, phentsize = 0, i;
+	off_t		 off;
+	long		 type;
+	int		 fd, ok, result = 0;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return (0);
 	if (pread(fd, id, sizeof(id), 0) != (ssize_t)sizeof(id) ||
 	    memcmp(id, ELFMAG, SELFMAG) != 0)
 		goto out;
-	if (id[EI_CLASS] == ELFCLASS64) {
-		if (pread(fd, &e64, sizeof(e64), 0) != (ssize_t)sizeof(e64))
-			goto out;
-		if (e64.e_type != ET_EXEC && e64.e_type != ET_DYN)
-			goto out;
-		phoff = e64.e_phoff;
-		phnum = e64.e_phnum;
-		phentsize = e64.e_phentsize;
-	} else if (id[EI_CLASS] == ELFCLASS32) {
-		if (pread(fd, &e32, sizeof(e32), 0) != (ssize_t)sizeof(e32))
-			goto out;
-		if (e32.e_type != ET_EXEC && e32.e_type != ET_DYN)
-			goto out;
-		phoff = e32.e_phoff;
-		phnum = e32.e_phnum;
-		phentsize = e32.e_phentsize;
-	} else
-		goto out;
-	if (phnum == 0 || phentsize == 0)
+	if (id[EI_CLASS] == ELFCLASS64)
+		ok = RUN_ELF_HEADER(fd, e64, phoff, phnum, phentsize);
+	else if (id[EI_CLASS] == ELFCLASS32)
+		ok = RUN_ELF_HEADER(fd, e32, phoff, phnum, phentsize);
+	else
+		ok = 0;
+	if (!ok || phnum == 0 || phentsize == 0)
 		goto out;
 	for (i = 0; i < phnum; i++) {
-		if (id[EI_CLASS] == ELFCLASS64) {
-			if (pread(fd, &p64, sizeof(p64), (off_t)(phoff +
-			    (uint64_t)i * phentsize)) != (ssize_t)sizeof(p64))
-				goto out;
-			type = p64.p_type;
-		} else {
-			if (pread(fd, &p32, sizeof(p32), (off_t)(phoff +
-			    (uint64_t)i * phentsize)) != (ssize_t)sizeof(p32))
-				goto out;
-			type = p32.p_type;
-		}
-		if (type == PT_INTERP)
+		off = (off_t)(phoff + (uint64_t)i * phentsize);
+		if (id[EI_CLASS] == ELFCLASS64)
+			type = RUN_ELF_PTYPE(fd, p64, off);
+		else
+			type = RUN_ELF_PTYPE(fd, p32, off);
+		if (type == -1 || type == PT_INTERP)
 			goto out;
 	}
 	result = 1;
@@ -328,6 +317,7 @@ main(int argc, char **argv)
 	unsigned long long	 minval;
 	int			 ch, verbose = 0, error;
 
+	cli_prog = "hpz-run";
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "+:F:f:hm:n:s:vx:", longopts,
 	    NULL)) != -1) {

@@ -26,9 +26,7 @@
 #include "hpz.h"
 #include "clock.h"
 #include "size.h"
-
-/* Exit status of a command line hpzctl does not understand. */
-#define HPZCTL_EXIT_USAGE	2
+#include "cli.h"
 
 /*
  * One number of struct hpz_status (a line of hpz-counters.h): its name is
@@ -56,11 +54,9 @@ static const struct hpzctl_field hpzctl_fields[] = {
 #define HPZCTL_NFIELDS	(sizeof hpzctl_fields / sizeof hpzctl_fields[0])
 
 static void	hpzctl_usage(FILE *);
-static void	hpzctl_bad_option(const char *, int, char **)
-		    __attribute__((noreturn));
-static void	hpzctl_usage_error(const char *, ...)
-		    __attribute__((format(printf, 1, 2), noreturn));
-static const char *hpzctl_socket(void);
+#define hpzctl_usage_error(...)	cli_usage_error(hpzctl_usage, __VA_ARGS__)
+#define hpzctl_bad_option(where, ch, argv) \
+	cli_bad_option(hpzctl_usage, (where), (ch), (argv))
 static unsigned long long hpzctl_value(const struct hpz_status *,
 		    const struct hpzctl_field *);
 static unsigned long long hpzctl_fault_mean(const struct hpz_status *);
@@ -132,48 +128,6 @@ hpzctl_usage(FILE *f)
 	    "      --version        print the version\n", HPZ_SOCKET_DEFAULT);
 }
 
-/* A bad command line: say what is wrong, show the usage, exit 2. */
-static void
-hpzctl_usage_error(const char *fmt, ...)
-{
-	va_list	ap;
-
-	fputs("hpzctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	hpzctl_usage(stderr);
-	exit(HPZCTL_EXIT_USAGE);
-}
-
-/* getopt found a mistake (opterr is off): name it in our own words. */
-static void
-hpzctl_bad_option(const char *where, int ch, char **argv)
-{
-	const char	*arg = argv[optind - 1];
-
-	if (ch == ':' && optopt != 0)
-		hpzctl_usage_error("%s-%c needs an argument", where, optopt);
-	if (ch == ':')
-		hpzctl_usage_error("%s%s needs an argument", where, arg);
-	if (optopt != 0)
-		hpzctl_usage_error("%sunknown option -%c", where, optopt);
-	hpzctl_usage_error("%sunknown option %s", where, arg);
-}
-
-/* The socket libhpz will use, for messages and the JSON "socket" key. */
-static const char *
-hpzctl_socket(void)
-{
-	const char	*path;
-
-	path = getenv("HPZ_SOCKET");
-	if (path == NULL || *path == '\0')
-		path = HPZ_SOCKET_DEFAULT;
-	return (path);
-}
-
 /* Read one counter through the field table. */
 static unsigned long long
 hpzctl_value(const struct hpz_status *st, const struct hpzctl_field *f)
@@ -225,7 +179,7 @@ hpzctl_query(struct hpz_status *st)
 	error = hpz_status(st);
 	if (error != 0) {
 		fprintf(stderr, "hpzctl: cannot reach hpzerod at %s: %s\n",
-		    hpzctl_socket(), hpz_strerror(error));
+		    cli_socket(), hpz_strerror(error));
 		return (-1);
 	}
 	/* Never trust the daemon to have terminated its string. */
@@ -240,13 +194,11 @@ hpzctl_status(int argc, char **argv)
 	struct hpz_status	 st;
 	char			 b1[32], b2[32];
 
-	if (argc > 1)
-		hpzctl_usage_error("status: unexpected argument '%s'",
-		    argv[1]);
+	cli_no_more_args(hpzctl_usage, "status: ", 1, argc, argv);
 	if (hpzctl_query(&st) != 0)
 		return (1);
 
-	printf("hpzerod %s running at %s\n", st.version, hpzctl_socket());
+	printf("hpzerod %s running at %s\n", st.version, cli_socket());
 	printf("  %-18s %s\n", "uptime:",
 	    hpzctl_uptime(st.uptime_ms, b1, sizeof b1));
 	printf("  %-18s %llu\n", "clients:", st.clients);
@@ -438,7 +390,7 @@ hpzctl_stats_table(const struct hpz_status *st)
 		if (strlen(hpzctl_fields[i].name) > w)
 			w = strlen(hpzctl_fields[i].name);
 	}
-	printf("%-*s  %s\n", (int)w, "socket", hpzctl_socket());
+	printf("%-*s  %s\n", (int)w, "socket", cli_socket());
 	printf("%-*s  %s\n", (int)w, "version", st->version);
 	for (i = 0; i < HPZCTL_NFIELDS; i++) {
 		printf("%-*s  %20llu\n", (int)w, hpzctl_fields[i].name,
@@ -514,11 +466,7 @@ hpzctl_json_add(struct json_object *obj, const char *key,
 #endif
 	if (n == NULL)
 		return (-1);
-	if (json_object_object_add(obj, key, n) != 0) {
-		json_object_put(n);
-		return (-1);
-	}
-	return (0);
+	return (cli_json_add(obj, key, n));
 }
 
 /* One JSON object for scripts; json-c does the escaping. */
@@ -603,7 +551,7 @@ hpzctl_stats_json(const struct hpz_status *st)
 		    info[i].bg_pages_pending) != 0)
 			goto nomem;
 	}
-	if ((s = json_object_new_string(hpzctl_socket())) == NULL ||
+	if ((s = json_object_new_string(cli_socket())) == NULL ||
 	    json_object_object_add(obj, "socket", s) != 0)
 		goto nomem;
 	if (hpzctl_pool_json(obj) != 0)
@@ -656,9 +604,7 @@ hpzctl_stats(int argc, char **argv)
 			hpzctl_bad_option("stats: ", ch, argv);
 		}
 	}
-	if (optind < argc)
-		hpzctl_usage_error("stats: unexpected argument '%s'",
-		    argv[optind]);
+	cli_no_more_args(hpzctl_usage, "stats: ", optind, argc, argv);
 	if (interval > 0 && json)
 		hpzctl_usage_error("stats: -w and --json do not go together");
 	if (count > 0 && interval == 0)
@@ -749,7 +695,7 @@ hpzctl_top_screen(const struct hpz_status *prev, const struct hpz_status *cur,
 		nfaults += hist[i];
 	}
 	printf("hpzerod %s at %s, up %s, every %.2f s\n", cur->version,
-	    hpzctl_socket(), hpzctl_uptime(cur->uptime_ms, b1, sizeof b1),
+	    cli_socket(), hpzctl_uptime(cur->uptime_ms, b1, sizeof b1),
 	    interval);
 	printf("  clients %llu, regions %llu, %s registered\n", cur->clients,
 	    cur->regions, size_format(SIZE_FMT_DECIMAL, cur->bytes_registered, b2, sizeof b2));
@@ -891,9 +837,7 @@ hpzctl_top(int argc, char **argv)
 			hpzctl_bad_option("top: ", ch, argv);
 		}
 	}
-	if (optind < argc)
-		hpzctl_usage_error("top: unexpected argument '%s'",
-		    argv[optind]);
+	cli_no_more_args(hpzctl_usage, "top: ", optind, argc, argv);
 	return (hpzctl_top_loop(interval, count));
 }
 
@@ -1057,9 +1001,7 @@ hpzctl_prometheus(int argc, char **argv)
 			hpzctl_bad_option("prometheus: ", ch, argv);
 		}
 	}
-	if (optind < argc)
-		hpzctl_usage_error("prometheus: unexpected argument '%s'",
-		    argv[optind]);
+	cli_no_more_args(hpzctl_usage, "prometheus: ", optind, argc, argv);
 	/* Everything first: no half-written output when the daemon fails. */
 	if (hpzctl_query(&st) != 0)
 		return (1);
@@ -1346,6 +1288,7 @@ main(int argc, char **argv)
 	const char	*cmd;
 	int		 ch;
 
+	cli_prog = "hpzctl";
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "+:hs:", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -1353,14 +1296,7 @@ main(int argc, char **argv)
 			hpzctl_usage(stdout);
 			return (0);
 		case 's':
-			if (*optarg == '\0')
-				hpzctl_usage_error("-s: empty socket path");
-			/* libhpz reads the socket from here. */
-			if (setenv("HPZ_SOCKET", optarg, 1) != 0) {
-				fprintf(stderr, "hpzctl: setenv: %s\n",
-				    strerror(errno));
-				return (1);
-			}
+			cli_socket_option(hpzctl_usage, optarg);
 			break;
 		case 'V':
 			printf("hpzctl %s\n", HPZ_VERSION);
