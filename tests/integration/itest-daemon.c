@@ -34,9 +34,7 @@ sd_bind(int type, const char *path, int listening)
 	struct sockaddr_un	sun;
 	int			fd;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	itest_sun(&sun, path);
 	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0,
@@ -167,12 +165,19 @@ Test(daemon, graceful_exit_leaves_client_served_and_clean)
 
 Test(daemon, refuses_second_daemon_on_live_socket)
 {
-	char	cmd[1024];
-	int	status;
+	const char	*pid = getenv("HPZD_PID");
+	const char	*argv[] = { itest_daemon_path(), "--socket",
+	    getenv("HPZ_SOCKET"), NULL };
+	int		 status;
 
-	snprintf(cmd, sizeof(cmd), "%s --socket %s 2>/dev/null",
-	    itest_daemon_path(), getenv("HPZ_SOCKET"));
-	status = system(cmd);
+	/*
+	 * With the suite's daemon gone the socket is stale: a second one
+	 * would take it and serve on.  Say so rather than wait for it.
+	 */
+	if (pid != NULL)
+		cr_assert_eq(kill(atoi(pid), 0), 0, "the suite's hpzerod "
+		    "(pid %s) is gone: no live socket to refuse on", pid);
+	status = itest_run_bounded(argv, 1, ITEST_RUN_TIMEOUT_S);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
 	    "second hpzerod status 0x%x", status);
 	/* The first one is untouched. */
@@ -181,16 +186,16 @@ Test(daemon, refuses_second_daemon_on_live_socket)
 
 Test(daemon, bad_command_line)
 {
-	char	cmd[1024];
-	int	status;
+	const char	*workers0[] = { itest_daemon_path(), "--workers", "0",
+	    NULL };
+	const char	*unknown[] = { itest_daemon_path(), "--no-such-option",
+	    NULL };
+	char		 cmd[1024];
+	int		 status;
 
-	snprintf(cmd, sizeof(cmd), "%s --workers 0 2>/dev/null",
-	    itest_daemon_path());
-	status = system(cmd);
+	status = itest_run_bounded(workers0, 1, ITEST_RUN_TIMEOUT_S);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
-	snprintf(cmd, sizeof(cmd), "%s --no-such-option 2>/dev/null",
-	    itest_daemon_path());
-	status = system(cmd);
+	status = itest_run_bounded(unknown, 1, ITEST_RUN_TIMEOUT_S);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
 	snprintf(cmd, sizeof(cmd), "%s --version | grep -q '^hpzerod '",
 	    itest_daemon_path());

@@ -193,9 +193,7 @@ fs_setup(struct fs *s)
 	cr_assert_not_null(mkdtemp(s->dir));
 	snprintf(s->sock, sizeof(s->sock), "%s/hpzerod.sock", s->dir);
 	snprintf(s->notify, sizeof(s->notify), "%s/notify", s->dir);
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", s->notify);
+	itest_sun(&sun, s->notify);
 	s->nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(s->nfd, 0);
 	cr_assert_eq(bind(s->nfd, (struct sockaddr *)&sun, sizeof(sun)), 0);

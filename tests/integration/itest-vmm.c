@@ -794,37 +794,10 @@ Test(vmm, select_by_name_exclusion_and_fd, .timeout = 180)
  * data and garbage alike, then reused.  Nothing old reads back, no data
  * the client kept is zeroed.
  */
-struct vcheck {
-	const unsigned char	*p;
-	size_t			 len;
-	unsigned char		 v;
-	size_t			 bad, first;
-};
-
-static void *
-vcheck_main(void *arg)
-{
-	struct vcheck	*c = arg;
-
-	c->bad = itest_count_not(c->p, c->len, c->v, &c->first);
-	return (NULL);
-}
-
 static void
 vexpect(const void *p, size_t len, unsigned char v, const char *what)
 {
-	struct vcheck	 c = { p, len, v, 0, 0 };
-	struct timespec	 ts;
-	pthread_t	 t;
-
-	cr_assert_eq(pthread_create(&t, NULL, vcheck_main, &c), 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += CHILD_ALARM_S;
-	if (pthread_timedjoin_np(t, NULL, &ts) != 0)
-		cr_assert_fail("%s: reading hung (a fault nobody served)",
-		    what);
-	cr_assert_eq(c.bad, 0, "%s: %zu bytes not 0x%02x, first at %zu",
-	    what, c.bad, v, c.first);
+	itest_expect_bytes(p, len, v, CHILD_ALARM_S, what);
 }
 
 static void

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/ioctl.h>
@@ -183,6 +184,118 @@ itest_state_memfd(uint64_t npages)
 	return (fd);
 }
 
+struct itest_check {
+	const unsigned char	*p;
+	size_t			 len;
+	unsigned char		 v;
+	size_t			 bad, first;
+};
+
+static void *
+itest_check_main(void *arg)
+{
+	struct itest_check	*c = arg;
+
+	c->bad = itest_count_not(c->p, c->len, c->v, &c->first);
+	return (NULL);
+}
+
+/*
+ * [p, p+len) reads v, checked in a thread that must finish in bound_s
+ * seconds: a fault nobody serves fails the test instead of hanging it.
+ */
+void
+itest_expect_bytes(const void *p, size_t len, unsigned char v, int bound_s,
+    const char *what)
+{
+	struct itest_check	c = { p, len, v, 0, 0 };
+	struct timespec		ts;
+	pthread_t		t;
+
+	cr_assert_eq(pthread_create(&t, NULL, itest_check_main, &c), 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += bound_s;
+	if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+		cr_assert_fail("%s: reading hung (a fault nobody served)",
+		    what);
+	cr_assert_eq(c.bad, 0, "%s: %zu bytes not 0x%02x, first at %zu",
+	    what, c.bad, v, c.first);
+}
+
+/* sun: the AF_UNIX address of path. */
+void
+itest_sun(struct sockaddr_un *sun, const char *path)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	snprintf(sun->sun_path, sizeof(sun->sun_path), "%s", path);
+}
+
+uint64_t
+itest_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
+double
+itest_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3);
+}
+
+/* $HPZ_WAIT_SCALE (run.sh sets it under valgrind): liveness bounds grow. */
+int
+itest_wait_scale(void)
+{
+	const char	*s = getenv("HPZ_WAIT_SCALE");
+	int		 v = s != NULL ? atoi(s) : 1;
+
+	return (v >= 1 ? v : 1);
+}
+
+/*
+ * Run argv (argv[0] a path), stderr to /dev/null when quiet, and return
+ * its wait status.  One still running after timeout_s seconds (times the
+ * wait scale) is killed and the test fails naming it: a command that
+ * should exit at once must not hang the suite when it does not.
+ */
+int
+itest_run_bounded(const char *const argv[], int quiet, int timeout_s)
+{
+	uint64_t	deadline;
+	pid_t		pid, w;
+	int		status, null;
+
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (quiet && (null = open("/dev/null", O_WRONLY)) != -1)
+			dup2(null, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	deadline = itest_now_ms() +
+	    (uint64_t)timeout_s * 1000 * (uint64_t)itest_wait_scale();
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 &&
+	    itest_now_ms() < deadline)
+		usleep(20 * 1000);
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		cr_assert_fail("%s %s: still running after %d s, killed",
+		    argv[0], argv[1] != NULL ? argv[1] : "", timeout_s *
+		    itest_wait_scale());
+	}
+	cr_assert_eq(w, pid, "waitpid %s: %s", argv[0], strerror(errno));
+	return (status);
+}
+
 int
 itest_raw_connect(void)
 {
@@ -191,9 +304,7 @@ itest_raw_connect(void)
 	int			 fd;
 
 	cr_assert_not_null(path, "HPZ_SOCKET is not set (run via run.sh)");
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	itest_sun(&sun, path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0,
@@ -251,7 +362,7 @@ itest_make_uffd(void *addr, size_t len, uint64_t *features, uint64_t *ioctls)
 	return (fd);
 }
 
-static void
+void
 itest_register(struct hpz_region *r)
 {
 	int	error = hpz_register(r);
@@ -260,7 +371,7 @@ itest_register(struct hpz_region *r)
 	    hpz_last_error());
 }
 
-static void
+void
 itest_assert_zero(const struct hpz_region *r, const char *when)
 {
 	size_t	first, n;

@@ -31,5 +31,19 @@ const char	*itest_daemon_path(void);
 int		 itest_daemon_fds(void);
 int		 itest_make_uffd(void *addr, size_t len, uint64_t *features,
 		    uint64_t *ioctls);
+void		 itest_expect_bytes(const void *, size_t, unsigned char,
+		    int bound_s, const char *what);
+void		 itest_register(struct hpz_region *);
+void		 itest_assert_zero(const struct hpz_region *, const char *);
+struct sockaddr_un;
+void		 itest_sun(struct sockaddr_un *, const char *path);
+uint64_t	 itest_now_ms(void);
+double		 itest_now_us(void);
+int		 itest_wait_scale(void);
+int		 itest_run_bounded(const char *const argv[], int quiet,
+		    int timeout_s);
+
+/* The longest a command that should exit at once may run (seconds). */
+#define ITEST_RUN_TIMEOUT_S	60
 
 #endif
