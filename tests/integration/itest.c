@@ -5,8 +5,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +223,98 @@ itest_expect_bytes(const void *p, size_t len, unsigned char v, int bound_s,
 		    what);
 	cr_assert_eq(c.bad, 0, "%s: %zu bytes not 0x%02x, first at %zu",
 	    what, c.bad, v, c.first);
+}
+
+/* In a child run before criterion starts: say why it failed; 1. */
+int
+itest_child_fail(const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs("child: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return (1);
+}
+
+/* This binary's path, for a child that runs it again. */
+void
+itest_self(char *buf, size_t size)
+{
+	ssize_t	n = readlink("/proc/self/exe", buf, size - 1);
+
+	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
+	buf[n] = '\0';
+}
+
+/*
+ * In a child about to run the build's hpz-run: its preload library and
+ * libhpz from the build, and ASan told that the preload library comes
+ * before its runtime (--enable-asan).
+ */
+void
+itest_hpzrun_env(const char *dir)
+{
+	char		 v[PATH_MAX * 2];
+	const char	*old;
+
+	snprintf(v, sizeof(v), "%s/client/.libs/libhpz-preload.so", dir);
+	setenv("HPZ_PRELOAD", v, 1);
+	old = getenv("LD_LIBRARY_PATH");
+	snprintf(v, sizeof(v), "%s/lib/.libs%s%s", dir,
+	    old != NULL ? ":" : "", old != NULL ? old : "");
+	setenv("LD_LIBRARY_PATH", v, 1);
+	old = getenv("ASAN_OPTIONS");
+	snprintf(v, sizeof(v), "%s%sverify_asan_link_order=0",
+	    old != NULL ? old : "", old != NULL ? ":" : "");
+	setenv("ASAN_OPTIONS", v, 1);
+}
+
+/*
+ * What pid writes to fd until it closes it, in o (what does not fit is
+ * read and dropped), then its status.  Still running after timeout_s
+ * seconds: killed, and the test fails with what it printed.
+ */
+void
+itest_collect(struct itest_out *o, int fd, pid_t pid, int timeout_s,
+    const char *what)
+{
+	struct pollfd	pfd;
+	char		drop[4096];
+	time_t		deadline;
+	ssize_t		n;
+	int		killed = 0;
+
+	o->len = 0;
+	deadline = time(NULL) + timeout_s;
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	for (;;) {
+		if (time(NULL) > deadline && !killed) {
+			kill(pid, SIGKILL);
+			killed = 1;
+		}
+		if (poll(&pfd, 1, 1000) <= 0)
+			continue;
+		if (o->len < sizeof(o->text) - 1)
+			n = read(fd, o->text + o->len,
+			    sizeof(o->text) - 1 - o->len);
+		else
+			n = read(fd, drop, sizeof(drop));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (o->len < sizeof(o->text) - 1)
+			o->len += (size_t)n;
+	}
+	o->text[o->len] = '\0';
+	close(fd);
+	cr_assert_eq(waitpid(pid, &o->status, 0), pid);
+	cr_assert(!killed, "%s ran over %d s; output:\n%s", what, timeout_s,
+	    o->text);
 }
 
 /* sun: the AF_UNIX address of path. */

@@ -11,8 +11,6 @@ set -u
 S=$HPZ_SRCDIR
 B=$HPZ_BUILDDIR
 QEMU=${HPZ_QEMU:-qemu-system-x86_64}
-GCC=${HPZ_GUEST_CC:-gcc}
-LD=${HPZ_GUEST_LD:-ld}
 MEM_MB=256
 POOL_MB=$((MEM_MB - 64))	# the rest of the RAM is fresh memory
 PAGES=$((POOL_MB / 2 + MEM_MB / 2 + 16 + 16))	# pool, a guest, reserve, slack
@@ -32,20 +30,16 @@ for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload
 	[ -e "$B/$f" ] || { echo "FAIL: $B/$f not built"; exit 1; }
 done
 
-# The guest, as qemu.sh builds it.
-G=$B/tests/qemu
-mkdir -p "$G" || exit 1
-CFLAGS=(-m32 -ffreestanding -nostdlib -fno-pie -fno-pic -fno-stack-protector
-	-fno-asynchronous-unwind-tables -mgeneral-regs-only -O2 -Wall -Wextra)
-if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/pool-boot.o" 2>"$G/pool-build.log" ||
-   ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/guest.c" -o "$G/pool-guest.o" 2>>"$G/pool-build.log" ||
-   ! "$LD" -m elf_i386 -nostdlib -z max-page-size=0x1000 -T "$S/tests/qemu/guest.ld" \
-    -o "$G/pool-guest.elf" "$G/pool-boot.o" "$G/pool-guest.o" 2>>"$G/pool-build.log"; then
-	cat "$G/pool-build.log"
-	skip "cannot build the -m32 freestanding guest"
-fi
+# The guest, as qemu.sh builds it, in a directory of its own: make -j
+# check runs qemu.sh beside this.
+G=$B/tests/qemu/pool
+. "$S/tests/qemu/guest-build.sh"
+guest_build
+rc=$?
+[ $rc != 0 ] && exit $rc
 
 . "$S/tests/hugepages.sh"
+. "$S/tests/hpzd.sh"
 # QEMU under TCG beside the integration suite or the soak would make their
 # liveness bounds meaningless; and their daemons' pools are off, ours is on.
 hp_alone
@@ -113,7 +107,7 @@ run_case() {
 	timeout 120 "$B/client/hpz-run" -v -s "$sock" ${flags:+-f "$flags"} -- \
 	    "$QEMU" -accel tcg -m $MEM_MB \
 	    -object "memory-backend-memfd,id=m,size=${MEM_MB}M,hugetlb=on,hugetlbsize=2M,share=on$suffix" \
-	    -machine pc,memory-backend=m -kernel "$G/pool-guest.elf" \
+	    -machine pc,memory-backend=m -kernel "$GUEST" \
 	    -nographic -nic none -serial stdio -monitor none \
 	    -device isa-debug-exit,iobase=0xf4,iosize=4 \
 	    </dev/null >"$out" 2>"$err" 8>&- &
@@ -157,18 +151,9 @@ run_case pool-premap premap '' yes
 run_case pool-unsealed '' ',seal=off' yes
 run_case nopool nopool '' no
 
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"
-drc=$?
+hpzd_stop "$pid" FAIL: || failed=$((failed + 1))
 pid=
-if [ "$drc" != 0 ]; then
-	echo "FAIL: hpzerod exited with status $drc on SIGTERM"
-	failed=$((failed + 1))
-fi
-if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
-	echo "--- hpzerod log (errors) ---"
-	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20
-fi
+hpzd_errors "$dir/hpzerod.log"
 echo "qemu pool: $passed passed, $failed failed"
 [ $failed -ne 0 ] && exit 1
 exit 0

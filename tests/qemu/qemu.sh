@@ -11,8 +11,6 @@ set -u
 S=$HPZ_SRCDIR
 B=$HPZ_BUILDDIR
 QEMU=${HPZ_QEMU:-qemu-system-x86_64}
-GCC=${HPZ_GUEST_CC:-gcc}
-LD=${HPZ_GUEST_LD:-ld}
 MEM_MB=256
 PAGES=$((MEM_MB / 2 + 16))	# 2 MiB pages for one guest, and slack
 
@@ -37,24 +35,13 @@ done
 
 # The guest: a 32-bit multiboot ELF, built with the host compiler.
 G=$B/tests/qemu
-mkdir -p "$G" || exit 1
-CFLAGS=(-m32 -ffreestanding -nostdlib -fno-pie -fno-pic -fno-stack-protector
-	-fno-asynchronous-unwind-tables -mgeneral-regs-only -O2 -Wall -Wextra)
-if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/boot.o" 2>"$G/build.log" ||
-   ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/guest.c" -o "$G/guest.o" 2>>"$G/build.log"; then
-	cat "$G/build.log"
-	skip "$GCC cannot build -m32 freestanding code"
-fi
-if ! "$LD" -m elf_i386 -nostdlib -z max-page-size=0x1000 -T "$S/tests/qemu/guest.ld" \
-    -o "$G/guest.elf" "$G/boot.o" "$G/guest.o" 2>>"$G/build.log"; then
-	cat "$G/build.log"
-	skip "$LD cannot link an elf_i386 image"
-fi
-if [ -s "$G/build.log" ]; then
-	echo "FAIL: warnings building the guest:"; cat "$G/build.log"; exit 1
-fi
+. "$S/tests/qemu/guest-build.sh"
+guest_build
+rc=$?
+[ $rc != 0 ] && exit $rc
 
 . "$S/tests/hugepages.sh"
+. "$S/tests/hpzd.sh"
 dir=$(mktemp -d /tmp/hpz-qemu.XXXXXX)
 pid='' qpid='' mnt=''
 # shellcheck disable=SC2317  # called by the trap
@@ -188,18 +175,9 @@ else
 fi
 
 # A clean stop, as in tests/integration/run.sh.
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"
-drc=$?
+hpzd_stop "$pid" FAIL: || failed=$((failed + 1))
 pid=
-if [ "$drc" != 0 ]; then
-	echo "FAIL: hpzerod exited with status $drc on SIGTERM"
-	failed=$((failed + 1))
-fi
-if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
-	echo "--- hpzerod log (errors) ---"
-	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20
-fi
+hpzd_errors "$dir/hpzerod.log"
 echo "qemu: $passed passed, $failed failed, $skipped skipped"
 [ $failed -ne 0 ] && exit 1
 [ $passed -eq 0 ] && exit 77

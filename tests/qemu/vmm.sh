@@ -57,6 +57,7 @@ rc=$?
 [ $rc != 0 ] && exit $rc
 
 . "$S/tests/hugepages.sh"
+. "$S/tests/hpzd.sh"
 # TCG keeps a CPU busy for the whole run: not beside the integration suite
 # and the soak, whose liveness bounds assume the machine to themselves.
 hp_alone
@@ -386,18 +387,9 @@ fi
 if [ -n "$WHY" ]; then fail served-after served-after
 else pass served-after "registered, left to the kernel"; fi
 
-kill -TERM "$dpid" 2>/dev/null
-wait "$dpid"
-drc=$?
+hpzd_stop "$dpid" FAIL: || failed=$((failed + 1))
 dpid=
-if [ "$drc" != 0 ]; then
-	echo "FAIL: hpzerod exited with status $drc on SIGTERM"
-	failed=$((failed + 1))
-fi
-if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
-	echo "--- hpzerod log (errors) ---"
-	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20
-fi
+hpzd_errors "$dir/hpzerod.log"
 echo "vmm: $passed passed, $failed failed"
 [ $failed -ne 0 ] && exit 1
 exit 0
