@@ -48,18 +48,17 @@ child_memfd(size_t len, unsigned int flags)
 	return (fd);
 }
 
-/* Bytes of [p, p+len) that are not v; 0 if all are. */
+/* Every byte of [p, p+len) is v; written with w, every byte is w. */
 static int
-child_check(const void *p, size_t len, unsigned char v, const char *what)
+child_rewrite(void *p, size_t len, unsigned char v, unsigned char w,
+    const char *what)
 {
-	size_t	first, n;
+	int	rc;
 
-	n = itest_count_not(p, len, v, &first);
-	if (n != 0)
-		return (itest_child_fail("%s: %zu bytes are not 0x%02x, first at "
-		    "offset %zu (0x%02x)", what, n, v, first,
-		    ((const unsigned char *)p)[first]));
-	return (0);
+	if ((rc = itest_child_check(p, len, v, what)) != 0)
+		return (rc);
+	memset(p, w, len);
+	return (itest_child_check(p, len, w, what));
 }
 
 /* Map, check every byte is v, write w, check w. */
@@ -73,10 +72,7 @@ child_use(int fd, size_t len, int flags, unsigned char v, unsigned char w,
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (p == MAP_FAILED)
 		return (itest_child_fail("%s: mmap: %s", what, strerror(errno)));
-	if ((rc = child_check(p, len, v, what)) == 0) {
-		memset(p, w, len);
-		rc = child_check(p, len, w, what);
-	}
+	rc = child_rewrite(p, len, v, w, what);
 	munmap(p, len);
 	return (rc);
 }
@@ -86,18 +82,15 @@ static int
 child_fresh(void)
 {
 	unsigned char	*p;
-	int		 fd, rc;
+	int		 fd;
 
 	if ((fd = child_memfd(RUN_LEN, RUN_HUGE)) == -1)
 		return (itest_child_fail("memfd: %s", strerror(errno)));
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return (itest_child_fail("mmap: %s", strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0, "first touch")) != 0)
-		return (rc);
-	memset(p, 0x5a, RUN_LEN);
 	/* Left mapped: the daemon drops the region when we exit. */
-	return (child_check(p, RUN_LEN, 0x5a, "written"));
+	return (child_rewrite(p, RUN_LEN, 0, 0x5a, "first touch"));
 }
 
 /* (b) A file the test filled: $HPZ_ITEST_EXPECT is what it must read. */
@@ -129,7 +122,7 @@ child_leave(void)
 	p = mmap(NULL, RUN_LEN, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return (itest_child_fail("read-only mmap: %s", strerror(errno)));
-	rc |= child_check(p, RUN_LEN, 0, "read-only hugetlb");
+	rc |= itest_child_check(p, RUN_LEN, 0, "read-only hugetlb");
 	munmap(p, RUN_LEN);
 	close(fd);
 	rc |= child_use(-1, RUN_LEN, MAP_SHARED | MAP_ANONYMOUS, 0, 0x22,
@@ -205,9 +198,8 @@ child_remap(void)
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return (itest_child_fail("mmap: %s", strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0, "first map")) != 0)
+	if ((rc = child_rewrite(p, RUN_LEN, 0, 0x77, "first map")) != 0)
 		return (rc);
-	memset(p, 0x77, RUN_LEN);
 	/* unregister 1 */
 	if (munmap(p, RUN_LEN) != 0)
 		return (itest_child_fail("munmap: %s", strerror(errno)));
@@ -216,13 +208,13 @@ child_remap(void)
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return (itest_child_fail("mmap again: %s", strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0x77, "mapped again")) != 0)
+	if ((rc = itest_child_check(p, RUN_LEN, 0x77, "mapped again")) != 0)
 		return (rc);
 	/* A hole in the middle takes the whole region back: unregister 2. */
 	if (munmap(p + 2 * MiB, 2 * MiB) != 0)
 		return (itest_child_fail("munmap of a piece: %s", strerror(errno)));
-	if ((rc = child_check(p, 2 * MiB, 0x77, "before the hole")) != 0 ||
-	    (rc = child_check(p + 4 * MiB, RUN_LEN - 4 * MiB, 0x77,
+	if ((rc = itest_child_check(p, 2 * MiB, 0x77, "before the hole")) != 0 ||
+	    (rc = itest_child_check(p + 4 * MiB, RUN_LEN - 4 * MiB, 0x77,
 	    "after the hole")) != 0)
 		return (rc);
 	/* A misaligned cut fails in the kernel and keeps everything. */
@@ -241,7 +233,7 @@ child_remap(void)
 	if (q != p)
 		return (itest_child_fail("MAP_FIXED over the region: %s",
 		    strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0x77, "mapped over")) != 0)
+	if ((rc = itest_child_check(p, RUN_LEN, 0x77, "mapped over")) != 0)
 		return (rc);
 
 	/* Moved elsewhere: unregister 4; the kernel serves the new place. */
@@ -254,10 +246,7 @@ child_remap(void)
 	    (void *)a);
 	if (t == MAP_FAILED)
 		return (itest_child_fail("mremap: %s", strerror(errno)));
-	if ((rc = child_check(t, RUN_LEN, 0x77, "moved")) != 0)
-		return (rc);
-	memset(t, 0x78, RUN_LEN);
-	return (child_check(t, RUN_LEN, 0x78, "moved and written"));
+	return (child_rewrite(t, RUN_LEN, 0x77, 0x78, "moved"));
 }
 
 /* No daemon: two mappings hpz-run would register; one warning. */
@@ -290,7 +279,7 @@ child_libhpz(void)
 	if ((error = hpz_register(&r)) != 0)
 		return (itest_child_fail("hpz_register of a created region: %s",
 		    hpz_last_error()));
-	if ((rc = child_check(r.addr, RUN_LEN, 0, "created region")) != 0)
+	if ((rc = itest_child_check(r.addr, RUN_LEN, 0, "created region")) != 0)
 		return (rc);
 	hpz_region_destroy(&r);
 
@@ -307,7 +296,7 @@ child_libhpz(void)
 	if ((error = hpz_register(&r)) != 0)
 		return (itest_child_fail("hpz_register of its own mapping: %s (%s)",
 		    hpz_strerror(error), hpz_last_error()));
-	if ((rc = child_check(p, RUN_LEN, 0, "own mapping")) != 0)
+	if ((rc = itest_child_check(p, RUN_LEN, 0, "own mapping")) != 0)
 		return (rc);
 	if ((error = hpz_unregister(&r)) != 0)
 		return (itest_child_fail("hpz_unregister: %s", hpz_last_error()));
@@ -347,7 +336,7 @@ child_fork(void)
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 	    WEXITSTATUS(st) != 0)
 		return (itest_child_fail("forked child failed (status 0x%x)", st));
-	if ((rc = child_check(p, RUN_LEN, 0x21, "parent after fork")) != 0)
+	if ((rc = itest_child_check(p, RUN_LEN, 0x21, "parent after fork")) != 0)
 		return (rc);
 	return (0);
 }

@@ -55,19 +55,6 @@
 
 /* --- the child: runs under hpz-run, before criterion --------------------- */
 
-static int
-vchild_check(const void *p, size_t len, unsigned char v, const char *what)
-{
-	size_t	first, n;
-
-	n = itest_count_not(p, len, v, &first);
-	if (n != 0)
-		return (itest_child_fail("%s: %zu bytes are not 0x%02x, first at "
-		    "offset %zu (0x%02x)", what, n, v, first,
-		    ((const unsigned char *)p)[first]));
-	return (0);
-}
-
 /* Is a region of this process listed by the daemon at addr? */
 static int
 vchild_listed(const void *addr)
@@ -174,7 +161,7 @@ vchild_postcopy(void)
 	if (vchild_listed(p) != 1)
 		return (itest_child_fail("hpz-run did not register the map"));
 	memset(p, 0x11, PAGE);
-	if ((rc = vchild_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
+	if ((rc = itest_child_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
 		return (rc);
 
 	if ((s.uffd = vchild_uffd(UFFD_FEATURE_MISSING_HUGETLBFS)) < 0)
@@ -195,9 +182,9 @@ vchild_postcopy(void)
 	if (pthread_create(&t, NULL, vchild_serve, &s) != 0)
 		return (itest_child_fail("pthread_create"));
 
-	rc |= vchild_check(p, PAGE, 0x11, "data page 0, own uffd");
-	rc |= vchild_check(p + PAGE, PAGE, 0, "cleared page 1, own uffd");
-	rc |= vchild_check(p + 2 * PAGE, PAGE, 0x5c, "garbage page 2, own uffd");
+	rc |= itest_child_check(p, PAGE, 0x11, "data page 0, own uffd");
+	rc |= itest_child_check(p + PAGE, PAGE, 0, "cleared page 1, own uffd");
+	rc |= itest_child_check(p + 2 * PAGE, PAGE, 0x5c, "garbage page 2, own uffd");
 	if (__atomic_load_n(&s.faults, __ATOMIC_ACQUIRE) < 1)
 		rc |= itest_child_fail("the child's own handler served no fault");
 
@@ -213,9 +200,9 @@ vchild_postcopy(void)
 		return (itest_child_fail("not registered again after the "
 		    "program's UFFDIO_UNREGISTER"));
 	/* Served by the daemon again: data kept, the rest zero. */
-	rc |= vchild_check(p, PAGE, 0x11, "data page 0, taken back");
-	rc |= vchild_check(p + 2 * PAGE, PAGE, 0x5c, "page 2, taken back");
-	rc |= vchild_check(p + 3 * PAGE, (NPAGES - 3) * PAGE, 0,
+	rc |= itest_child_check(p, PAGE, 0x11, "data page 0, taken back");
+	rc |= itest_child_check(p + 2 * PAGE, PAGE, 0x5c, "page 2, taken back");
+	rc |= itest_child_check(p + 3 * PAGE, (NPAGES - 3) * PAGE, 0,
 	    "garbage pages 3-7, taken back");
 	printf("child: own handler served %d faults\n", s.faults);
 	return (rc);
@@ -271,8 +258,8 @@ vchild_wpprobe(void)
 			    "after the program %s", round, round == 0 ?
 			    "closed its uffd" : "unregistered"));
 	}
-	rc |= vchild_check(p, PAGE, 0x22, "data page 0");
-	rc |= vchild_check(p + PAGE, (NPAGES - 1) * PAGE, 0, "the rest");
+	rc |= itest_child_check(p, PAGE, 0x22, "data page 0");
+	rc |= itest_child_check(p + PAGE, (NPAGES - 1) * PAGE, 0, "the rest");
 	return (rc);
 }
 
@@ -299,7 +286,7 @@ vchild_badprobe(void)
 		return (itest_child_fail("not registered again after a failed "
 		    "probe"));
 	close(uffd);
-	return (vchild_check(p, LEN, 0, "the map"));
+	return (itest_child_check(p, LEN, 0, "the map"));
 }
 
 /*
@@ -326,7 +313,7 @@ vchild_sendfd(void)
 	if ((p = vchild_map(&fd)) == NULL)
 		return (itest_child_fail("mmap: %s", strerror(errno)));
 	memset(p, 0x11, PAGE);
-	if ((rc = vchild_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
+	if ((rc = itest_child_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
 		return (rc);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
 		return (itest_child_fail("socketpair: %s", strerror(errno)));
@@ -351,8 +338,8 @@ vchild_sendfd(void)
 		    MAP_SHARED, got, 0);
 		if (q == MAP_FAILED)
 			_exit(itest_child_fail("mmap: %s", strerror(errno)));
-		rc = vchild_check(q, PAGE, 0x11, "receiver: data page 0");
-		rc |= vchild_check(q + PAGE, (NPAGES - 1) * PAGE, 0,
+		rc = itest_child_check(q, PAGE, 0x11, "receiver: data page 0");
+		rc |= itest_child_check(q + PAGE, (NPAGES - 1) * PAGE, 0,
 		    "receiver: pages 1-7");
 		_exit(rc);
 	}
@@ -376,8 +363,8 @@ vchild_sendfd(void)
 		return (itest_child_fail("the receiver saw the wrong bytes "
 		    "(status 0x%x)", st));
 	/* Ours, still served: data kept, the rest zero. */
-	rc |= vchild_check(p, PAGE, 0x11, "sender: data page 0");
-	rc |= vchild_check(p + PAGE, (NPAGES - 1) * PAGE, 0,
+	rc |= itest_child_check(p, PAGE, 0x11, "sender: data page 0");
+	rc |= itest_child_check(p + PAGE, (NPAGES - 1) * PAGE, 0,
 	    "sender: pages 1-7");
 	if (vchild_listed(p) != 1)
 		rc |= itest_child_fail("the sender's map is not registered");
@@ -395,7 +382,7 @@ vchild_mapped(void)
 		return (itest_child_fail("mmap: %s", strerror(errno)));
 	if (vchild_listed(p) != 1)
 		return (itest_child_fail("hpz-run did not register the map"));
-	return (vchild_check(p, LEN, OLD, "a map another process shares"));
+	return (itest_child_check(p, LEN, OLD, "a map another process shares"));
 }
 
 /*
@@ -428,7 +415,7 @@ vchild_select(void)
 		if (vchild_listed(p) != files[i].want)
 			rc |= itest_child_fail("%s: %sregistered", files[i].name,
 			    files[i].want ? "not " : "");
-		rc |= vchild_check(p, PAGE, 0, files[i].name);
+		rc |= itest_child_check(p, PAGE, 0, files[i].name);
 	}
 	/* The file hpz-run was given by fd, mapped through a dup. */
 	if ((fd = dup(SELECT_FD)) == -1)

@@ -239,6 +239,21 @@ itest_child_fail(const char *fmt, ...)
 	return (1);
 }
 
+/* In such a child: every byte of [p, p+len) is v, or say which is not. */
+int
+itest_child_check(const void *p, size_t len, unsigned char v,
+    const char *what)
+{
+	size_t	first, n;
+
+	n = itest_count_not(p, len, v, &first);
+	if (n != 0)
+		return (itest_child_fail("%s: %zu bytes are not 0x%02x, first "
+		    "at offset %zu (0x%02x)", what, n, v, first,
+		    ((const unsigned char *)p)[first]));
+	return (0);
+}
+
 /* This binary's path, for a child that runs it again. */
 void
 itest_self(char *buf, size_t size)

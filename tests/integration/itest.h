@@ -57,6 +57,8 @@ void		 itest_self(char *, size_t);
 void		 itest_hpzrun_env(const char *builddir);
 int		 itest_child_fail(const char *, ...)
 		    __attribute__((format(printf, 1, 2)));
+int		 itest_child_check(const void *, size_t, unsigned char,
+		    const char *what);
 
 /* The longest a command that should exit at once may run (seconds). */
 #define ITEST_RUN_TIMEOUT_S	60

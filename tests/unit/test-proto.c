@@ -146,6 +146,70 @@ seqpacket_pair(int sv[2])
 	    0, "socketpair: %s", strerror(errno));
 }
 
+/* A socket pair, and a pipe whose ends are the fds a message carries. */
+struct link {
+	int	sv[2];
+	int	p[2];
+};
+
+static void
+link_open(struct link *l)
+{
+	seqpacket_pair(l->sv);
+	cr_assert_eq(pipe2(l->p, O_CLOEXEC), 0);
+}
+
+static void
+link_close(struct link *l)
+{
+	close(l->p[0]);
+	close(l->p[1]);
+	close(l->sv[0]);
+	close(l->sv[1]);
+}
+
+/*
+ * A register carrying n fds (the pipe's ends in turn), sent with
+ * proto_send, or for more than it allows with a sendmsg of our own.
+ */
+static void
+link_send_register(struct link *l, struct hpz_msg_register *reg, int n)
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 253)];
+	}		 cm;
+	int		 fds[253], i;
+
+	cr_assert_leq(n, 253);
+	for (i = 0; i < n; i++)
+		fds[i] = l->p[i % 2];
+	make_register(reg);
+	if (n <= 8) {
+		cr_assert_eq(proto_send(l->sv[0], reg, sizeof(*reg), fds, n),
+		    (ssize_t)sizeof(*reg));
+		return;
+	}
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = reg;
+	iov.iov_len = sizeof(*reg);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	cr_assert_eq(sendmsg(l->sv[0], &mh, 0), (ssize_t)sizeof(*reg),
+	    "sendmsg: %s", strerror(errno));
+}
+
 /* --- encoding ----------------------------------------------------------- */
 
 Test(proto, init_fills_header_and_zeroes_body)
@@ -716,18 +780,14 @@ Test(proto, excess_fds_are_closed)
 {
 	struct hpz_msg_register	reg;
 	struct hpz_msg		m;
-	int			sv[2], p[2], fds[5], before, after, i;
+	struct link		l;
+	int			before, after;
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	for (i = 0; i < 5; i++)
-		fds[i] = p[i % 2];
-	make_register(&reg);
-	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), fds, 5),
-	    (ssize_t)sizeof(reg));
+	link_open(&l);
+	link_send_register(&l, &reg, 5);
 
 	before = count_fds();
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(m.nfds, 5, "all fds counted");
 	cr_assert_eq(count_fds(), before + 3, "only three fds kept");
 	cr_assert(fd_is_open(m.fds[0]));
@@ -738,10 +798,7 @@ Test(proto, excess_fds_are_closed)
 	after = count_fds();
 	cr_assert_eq(after, before, "fd count grew from %d to %d", before,
 	    after);
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	link_close(&l);
 }
 
 /* What the closer hook was handed, in order. */
@@ -761,19 +818,15 @@ Test(proto, closer_gets_what_is_not_kept)
 {
 	struct hpz_msg_register	reg;
 	struct hpz_msg		m;
-	int			sv[2], p[2], fds[5], kept[3], before, i;
+	struct link		l;
+	int			kept[3], before, i;
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	for (i = 0; i < 5; i++)
-		fds[i] = p[i % 2];
-	make_register(&reg);
-	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), fds, 5),
-	    (ssize_t)sizeof(reg));
+	link_open(&l);
+	link_send_register(&l, &reg, 5);
 	closer_n = 0;
 	proto_set_closer(closer_record);
 	before = count_fds();
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(closer_n, 2, "the two extra fds, not %d", closer_n);
 	cr_assert_eq(count_fds(), before + 3);
 	for (i = 0; i < 3; i++)
@@ -784,10 +837,7 @@ Test(proto, closer_gets_what_is_not_kept)
 		cr_assert_eq(closer_fds[2 + i], kept[i]);
 	cr_assert_eq(count_fds(), before);
 	proto_set_closer(NULL);
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	link_close(&l);
 }
 
 /*
@@ -798,65 +848,36 @@ Test(proto, closer_gets_what_is_not_kept)
  */
 Test(proto, every_fd_of_a_full_message_is_received)
 {
-	struct hpz_msg_register	 reg;
-	struct hpz_msg		 m;
-	struct msghdr		 mh;
-	struct iovec		 iov;
-	struct cmsghdr		*c;
-	union {
-		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(sizeof(int) * 253)];
-	}			 cm;
-	int			 sv[2], p[2], fds[253], before, i;
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	struct link		l;
+	int			before;
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	for (i = 0; i < 253; i++)
-		fds[i] = p[i % 2];
-	make_register(&reg);
-	memset(&mh, 0, sizeof(mh));
-	memset(&cm, 0, sizeof(cm));
-	iov.iov_base = &reg;
-	iov.iov_len = sizeof(reg);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cm.buf;
-	mh.msg_controllen = sizeof(cm.buf);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	cr_assert_eq(sendmsg(sv[0], &mh, 0), (ssize_t)sizeof(reg), "sendmsg: %s",
-	    strerror(errno));
+	link_open(&l);
+	link_send_register(&l, &reg, 253);
 	closer_n = 0;
 	proto_set_closer(closer_record);
 	before = count_fds();
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(m.nfds, 253, "%d fds counted, 253 sent", m.nfds);
 	cr_assert_eq(closer_n, 250, "%d handed to the closer", closer_n);
 	expect_reject(&m, -EBADMSG, "register with 253 fds");
 	proto_close_fds(&m);
 	cr_assert_eq(count_fds(), before);
 	proto_set_closer(NULL);
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	link_close(&l);
 }
 
 Test(proto, close_fds_closes_kept)
 {
 	struct hpz_msg_register	reg;
 	struct hpz_msg		m;
-	int			sv[2], p[2], kept[2];
+	struct link		l;
+	int			kept[2];
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	make_register(&reg);
-	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), p, 2),
-	    (ssize_t)sizeof(reg));
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	link_open(&l);
+	link_send_register(&l, &reg, 2);
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(m.nfds, 2);
 	kept[0] = m.fds[0];
 	kept[1] = m.fds[1];
@@ -869,15 +890,12 @@ Test(proto, close_fds_closes_kept)
 	cr_assert_eq(m.fds[0], -1);
 	cr_assert_eq(m.fds[1], -1);
 	/* The originals are untouched. */
-	cr_assert(fd_is_open(p[0]));
-	cr_assert(fd_is_open(p[1]));
+	cr_assert(fd_is_open(l.p[0]));
+	cr_assert(fd_is_open(l.p[1]));
 	/* A second call has nothing left to close. */
 	proto_close_fds(&m);
-	cr_assert(fd_is_open(p[0]));
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	cr_assert(fd_is_open(l.p[0]));
+	link_close(&l);
 }
 
 Test(proto, oversized_packet)
