@@ -17,6 +17,15 @@ hpzd_stop() {
 	return 0
 }
 
+# hpzd_wait_socket SOCK LOG: a daemon just started listens on SOCK
+# within 20 s, or its LOG is shown and 1 returned.
+hpzd_wait_socket() {
+	for _ in $(seq 400); do [ -S "$1" ] && return 0; sleep 0.05; done
+	echo "hpzerod did not start:"
+	cat "$2"
+	return 1
+}
+
 # hpzd_errors LOG: its error lines (<0> to <3>), the last 20, under a title.
 hpzd_errors() {
 	if grep -qE '^<[0-3]>' "$1"; then

@@ -36,10 +36,7 @@ if [ -n "${HPZ_VALGRIND:-}" ]; then
 fi
 $vg "$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off --step-aside never 2>"$dir/hpzerod.log" 8>&- &
 pid=$!
-for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
-if [ ! -S "$sock" ]; then
-	echo "hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
-fi
+hpzd_wait_socket "$sock" "$dir/hpzerod.log" || exit 1
 
 export HPZ_SOCKET=$sock HPZD_PID=$pid
 # The suite's regions are fresh memfds, whatever the host's pool holds;

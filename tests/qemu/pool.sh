@@ -17,23 +17,15 @@ PAGES=$((POOL_MB / 2 + MEM_MB / 2 + 16 + 16))	# pool, a guest, reserve, slack
 
 skip() { echo "SKIP: $*"; exit 77; }
 
-command -v "$QEMU" >/dev/null 2>&1 || skip "$QEMU not found (Debian: qemu-system-x86)"
-if grep -q '^SAN_CFLAGS = -fsanitize' "$B/Makefile" 2>/dev/null; then
-	skip "sanitizer build: the preload cannot be injected into QEMU"
-fi
-command -v timeout >/dev/null 2>&1 || skip "timeout(1) not found"
-[ "$(id -u)" = 0 ] || skip "needs root (huge page pool, userfaultfd)"
-NR=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+. "$S/tests/qemu/common.sh"
+qemu_host
+rc=$?
+[ $rc != 0 ] && exit $rc
 FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-[ -w "$NR" ] || skip "no 2 MiB huge pages ($NR)"
-for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload.so; do
-	[ -e "$B/$f" ] || { echo "FAIL: $B/$f not built"; exit 1; }
-done
 
 # The guest, as qemu.sh builds it, in a directory of its own: make -j
 # check runs qemu.sh beside this.
 G=$B/tests/qemu/pool
-. "$S/tests/qemu/guest-build.sh"
 guest_build
 rc=$?
 [ $rc != 0 ] && exit $rc
@@ -69,10 +61,7 @@ EOF
 "$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$sock" \
     --workers 2 2>"$dir/hpzerod.log" 8>&- &
 pid=$!
-for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
-if [ ! -S "$sock" ]; then
-	echo "FAIL: hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
-fi
+hpzd_wait_socket "$sock" "$dir/hpzerod.log" || exit 1
 export HPZ_PRELOAD=$B/client/.libs/libhpz-preload.so
 unset HPZ_RUN_FLAGS HPZ_RUN_MIN HPZ_NO_POOL
 
@@ -117,12 +106,9 @@ run_case() {
 	qpid=
 	h1=$(pool_counter handouts)
 	grep -a '^guest:' "$out" | tr -d '\r' | sed "s/^/  $name: /"
-	if [ $rc = 124 ]; then
-		why="QEMU timed out after 120 s"
-	elif [ $rc != 1 ]; then
-		why="QEMU exited $rc (guest code $(( (rc - 1) / 2 )) if odd; 1 means success)"
-	elif ! grep -aqE '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok' "$out"; then
-		why="the guest did not check its RAM"
+	why=$(qemu_why $rc "$out" '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok')
+	if [ -n "$why" ]; then
+		:
 	elif [ "$want" = yes ] && [ "$((h1 - h0))" != 1 ]; then
 		why="no pool file handed out (handouts $h0 -> $h1)"
 	elif [ "$want" = yes ] && ! grep -q "memfd 'memory-backend-memfd' (fd [0-9]*): a pool file" "$err"; then
@@ -132,15 +118,7 @@ run_case() {
 	elif ! kill -0 "$pid" 2>/dev/null; then
 		why="hpzerod died"
 	fi
-	if [ -n "$why" ]; then
-		echo "FAIL: $name: $why"
-		echo "  --- hpz-run and QEMU stderr ---"; sed 's/^/  /' "$err" | tail -20
-		echo "  --- serial ---"; tr -d '\r' <"$out" | sed 's/^/  /' | tail -30
-		failed=$((failed + 1))
-	else
-		echo "PASS: $name: pool handouts $h0 -> $h1"
-		passed=$((passed + 1))
-	fi
+	qemu_verdict "$name" "$why" "$err" "$out" "pool handouts $h0 -> $h1"
 }
 
 # QEMU seals its memfd by default (F_SEAL_GROW|F_SEAL_SHRINK|F_SEAL_SEAL);

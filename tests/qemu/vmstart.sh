@@ -90,7 +90,7 @@ done
 
 # The guest, as qemu.sh builds it.
 G=$B/tests/qemu/vmstart
-. "$S/tests/qemu/guest-build.sh"
+. "$S/tests/qemu/common.sh"
 guest_build >&2 || die "cannot build the guest"
 
 # Pages only through hugepages.sh: add what a size needs, give back
