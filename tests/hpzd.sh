@@ -95,6 +95,25 @@ hpzd_heavy_cleanup() {
 	fi
 }
 
+# hpzd_life [OPTION...]: the next life of the heavy test's daemon on
+# $sock ($lives counts them; its log hpzerod.$lives.log in $dir), once it
+# says it serves (a killed one's socket file may still be there).  1, with
+# its log shown, when it does not.
+hpzd_life() {
+	lives=$((lives + 1))
+	"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off "$@" \
+	    2>"$dir/hpzerod.$lives.log" 8>&- &
+	dpid=$!
+	for _ in $(seq 400); do
+		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.025
+	done
+	echo "$hpzd_name: hpzerod did not start:"
+	cat "$dir/hpzerod.$lives.log"
+	return 1
+}
+
 # hpzd_reserve N: add N 2 MiB pages, or skip when the pool cannot give
 # them.  Core files off: the daemons are killed with signals that dump.
 hpzd_reserve() {

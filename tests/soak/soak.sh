@@ -34,22 +34,8 @@ export HPZ_SOCKET=$sock HPZ_SOAK_COUNTS=$dir/counts
 lives=0
 bad=0
 
-# Start a daemon and wait until it says it serves (a killed one's socket
-# file may still be there).
-start_daemon() {
-	lives=$((lives + 1))
-	"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off ${HPZ_SOAK_DAEMON_ARGS:-} \
-	    2>"$dir/hpzerod.$lives.log" 8>&- &
-	dpid=$!
-	for _ in $(seq 400); do
-		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
-		kill -0 "$dpid" 2>/dev/null || break
-		sleep 0.025
-	done
-	echo "soak: hpzerod did not start:"
-	cat "$dir/hpzerod.$lives.log"
-	return 1
-}
+# shellcheck disable=SC2086  # the options are words
+start_daemon() { hpzd_life ${HPZ_SOAK_DAEMON_ARGS:-}; }
 
 # Sleep $1 milliseconds, or less if the clients are done.
 nap() {

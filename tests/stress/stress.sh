@@ -35,19 +35,9 @@ kills=${HPZ_STRESS_KILLS:-1}
 
 start_daemon() {
 	local pol=${policies[$((lives % ${#policies[@]}))]}
-	lives=$((lives + 1))
-	echo "$(date +%s.%3N) life $lives: $pol" >> "$dir/events"
-	"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off $pol \
-	    2>"$dir/hpzerod.$lives.log" 8>&- &
-	dpid=$!
-	for _ in $(seq 400); do
-		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
-		kill -0 "$dpid" 2>/dev/null || break
-		sleep 0.025
-	done
-	echo "stress: hpzerod did not start:"
-	cat "$dir/hpzerod.$lives.log"
-	return 1
+	echo "$(date +%s.%3N) life $((lives + 1)): $pol" >> "$dir/events"
+	# shellcheck disable=SC2086  # the options are words
+	hpzd_life $pol
 }
 
 start_daemon || exit 1
