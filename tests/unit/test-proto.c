@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -145,6 +146,42 @@ seqpacket_pair(int sv[2])
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
 	    0, "socketpair: %s", strerror(errno));
 }
+
+/*
+ * One field of a valid message of type set to value: proto_validate's
+ * verdict must be want (0: accepted), with a reason when it refuses.
+ */
+struct field_case {
+	uint16_t	 type;
+	size_t		 off, size;	/* in struct hpz_msg */
+	uint64_t	 value;
+	int		 want;
+	const char	*what;
+};
+
+#define FIELD(t, member, v, w, what) { (t),				\
+	offsetof(struct hpz_msg, u.member),				\
+	sizeof(((struct hpz_msg *)0)->u.member), (uint64_t)(v), (w), (what) }
+
+static void
+expect_fields(const struct field_case *fc, size_t n)
+{
+	struct hpz_msg	m;
+	size_t		i;
+
+	for (i = 0; i < n; i++) {
+		cr_assert_leq(fc[i].size, sizeof(fc[i].value), "%s", fc[i].what);
+		make_valid(&m, fc[i].type);
+		/* Little-endian: the low bytes of value fill the field. */
+		memcpy((char *)&m + fc[i].off, &fc[i].value, fc[i].size);
+		if (fc[i].want == 0)
+			expect_valid(&m, fc[i].what);
+		else
+			expect_reject(&m, fc[i].want, fc[i].what);
+	}
+}
+
+#define EXPECT_FIELDS(fc)	expect_fields((fc), sizeof(fc) / sizeof((fc)[0]))
 
 /* A socket pair, and a pipe whose ends are the fds a message carries. */
 struct link {
@@ -1015,35 +1052,39 @@ Test(proto, truncated_fds_leave_earlier_fds_alone)
 
 Test(proto, policy_fields)
 {
-	struct hpz_msg	m;
-	char		why[128];
+	const struct field_case	fc[] = {
+		FIELD(HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX, 0,
+		    "policy, top priority"),
+		FIELD(HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX + 1,
+		    -EINVAL, "policy, priority over the top"),
+		FIELD(HPZ_MSG_POLICY, policy.priority, -1, -EINVAL,
+		    "policy, priority -1"),
+		FIELD(HPZ_MSG_POLICY, policy.flags, 0x8000, -EINVAL,
+		    "policy, unknown flag"),
+		FIELD(HPZ_MSG_POLICY, policy.len, 0, -EINVAL,
+		    "policy, empty range"),
+	};
+	struct hpz_msg		m;
 
 	make_valid(&m, HPZ_MSG_POLICY);
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), 0, "%s", why);
-	m.u.policy.priority = HPZ_PRIO_MAX + 1;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
-	m.u.policy.priority = -1;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
-	make_valid(&m, HPZ_MSG_POLICY);
-	m.u.policy.flags = 0x8000;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
-	make_valid(&m, HPZ_MSG_POLICY);
-	m.u.policy.len = 0;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
+	expect_valid(&m, "policy as made");
+	EXPECT_FIELDS(fc);
 }
 
 Test(proto, regions_reply_count)
 {
-	struct hpz_msg	m;
-	char		why[128];
+	const struct field_case	fc[] = {
+		FIELD(HPZ_MSG_REGIONS_REPLY, regions_reply.count,
+		    HPZ_REGIONS_PER_REPLY + 1, -EBADMSG,
+		    "regions reply, count over a reply's"),
+		FIELD(HPZ_MSG_REGIONS_REPLY, regions_reply.more, 2, -EBADMSG,
+		    "regions reply, more is 2"),
+	};
+	struct hpz_msg		m;
 
 	make_valid(&m, HPZ_MSG_REGIONS_REPLY);
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), 0, "%s", why);
-	m.u.regions_reply.count = HPZ_REGIONS_PER_REPLY + 1;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
-	make_valid(&m, HPZ_MSG_REGIONS_REPLY);
-	m.u.regions_reply.more = 2;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
+	expect_valid(&m, "regions reply as made");
+	EXPECT_FIELDS(fc);
 }
 
 Test(proto, status_reply_kernel_names_terminated)
@@ -1085,35 +1126,29 @@ Test(proto, empty_message_with_fds_closes_them)
 
 Test(proto, pool_take_fields)
 {
-	struct hpz_msg	m;
+	const struct field_case	fc[] = {
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.len, 0, 0,
+		    "pool take of an unknown length"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.reserved, 1, -EINVAL,
+		    "pool take, reserved set"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.page_size, 3 * MiB, -EINVAL,
+		    "pool take, page size not a power of two"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.page_size, 0, -EINVAL,
+		    "pool take, page size 0"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.len, 3 * MiB, -EINVAL,
+		    "pool take, length not whole pages"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.len, 1ULL << 63, -EINVAL,
+		    "pool take, length past INT64_MAX"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.node, -2, -EINVAL,
+		    "pool take, node -2"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES,
+		    -EINVAL, "pool take, node past the mask"),
+		FIELD(HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES - 1, 0,
+		    "pool take, last node"),
+	};
+	struct hpz_msg		m;
 
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.len = 0;
-	expect_valid(&m, "pool take of an unknown length");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.reserved = 1;
-	expect_reject(&m, -EINVAL, "pool take, reserved set");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.page_size = 3 * MiB;
-	expect_reject(&m, -EINVAL, "pool take, page size not a power of two");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.page_size = 0;
-	expect_reject(&m, -EINVAL, "pool take, page size 0");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.len = 3 * MiB;
-	expect_reject(&m, -EINVAL, "pool take, length not whole pages");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.len = 1ULL << 63;
-	expect_reject(&m, -EINVAL, "pool take, length past INT64_MAX");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.node = -2;
-	expect_reject(&m, -EINVAL, "pool take, node -2");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.node = HPZ_POOL_NODES;
-	expect_reject(&m, -EINVAL, "pool take, node past the mask");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.node = HPZ_POOL_NODES - 1;
-	expect_valid(&m, "pool take, last node");
+	EXPECT_FIELDS(fc);
 	make_valid(&m, HPZ_MSG_POOL_TAKE);
 	memset(m.u.pool_take.name, 'x', sizeof(m.u.pool_take.name));
 	expect_reject(&m, -EINVAL, "pool take, name not terminated");
@@ -1121,24 +1156,21 @@ Test(proto, pool_take_fields)
 
 Test(proto, pool_file_and_status_fields)
 {
-	struct hpz_msg	m;
+	const struct field_case	fc[] = {
+		FIELD(HPZ_MSG_POOL_FILE, pool_file.size, 3 * MiB, -EBADMSG,
+		    "pool file, size not whole pages"),
+		FIELD(HPZ_MSG_POOL_FILE, pool_file.page_size, 4095, -EBADMSG,
+		    "pool file, page size"),
+		FIELD(HPZ_MSG_POOL_FILE, pool_file.reserved, 9, -EBADMSG,
+		    "pool file, reserved set"),
+		FIELD(HPZ_MSG_POOL_STATUS, pool_status.reserved, 1, -EINVAL,
+		    "pool status, reserved set"),
+		FIELD(HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.count,
+		    HPZ_POOLS_PER_REPLY + 1, -EBADMSG,
+		    "pool status reply, count"),
+		FIELD(HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.more, 2,
+		    -EBADMSG, "pool status reply, more"),
+	};
 
-	make_valid(&m, HPZ_MSG_POOL_FILE);
-	m.u.pool_file.size = 3 * MiB;
-	expect_reject(&m, -EBADMSG, "pool file, size not whole pages");
-	make_valid(&m, HPZ_MSG_POOL_FILE);
-	m.u.pool_file.page_size = 4095;
-	expect_reject(&m, -EBADMSG, "pool file, page size");
-	make_valid(&m, HPZ_MSG_POOL_FILE);
-	m.u.pool_file.reserved = 9;
-	expect_reject(&m, -EBADMSG, "pool file, reserved set");
-	make_valid(&m, HPZ_MSG_POOL_STATUS);
-	m.u.pool_status.reserved = 1;
-	expect_reject(&m, -EINVAL, "pool status, reserved set");
-	make_valid(&m, HPZ_MSG_POOL_STATUS_REPLY);
-	m.u.pool_status_reply.count = HPZ_POOLS_PER_REPLY + 1;
-	expect_reject(&m, -EBADMSG, "pool status reply, count");
-	make_valid(&m, HPZ_MSG_POOL_STATUS_REPLY);
-	m.u.pool_status_reply.more = 2;
-	expect_reject(&m, -EBADMSG, "pool status reply, more");
+	EXPECT_FIELDS(fc);
 }
