@@ -152,6 +152,7 @@ seqpacket_pair(int sv[2])
  * verdict must be want (0: accepted), with a reason when it refuses.
  */
 struct field_case {
+	const char	*test;		/* which Test() checks it */
 	uint16_t	 type;
 	size_t		 off, size;	/* in struct hpz_msg */
 	uint64_t	 value;
@@ -159,29 +160,86 @@ struct field_case {
 	const char	*what;
 };
 
-#define FIELD(t, member, v, w, what) { (t),				\
+#define FIELD(test, t, member, v, w, what) { (test), (t),		\
 	offsetof(struct hpz_msg, u.member),				\
 	sizeof(((struct hpz_msg *)0)->u.member), (uint64_t)(v), (w), (what) }
 
+static const struct field_case field_cases[] = {
+	FIELD("policy", HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX, 0,
+	    "policy, top priority"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX + 1,
+	    -EINVAL, "policy, priority over the top"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.priority, -1, -EINVAL,
+	    "policy, priority -1"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.flags, 0x8000, -EINVAL,
+	    "policy, unknown flag"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.len, 0, -EINVAL,
+	    "policy, empty range"),
+
+	FIELD("regions", HPZ_MSG_REGIONS_REPLY, regions_reply.count,
+	    HPZ_REGIONS_PER_REPLY + 1, -EBADMSG,
+	    "regions reply, count over a reply's"),
+	FIELD("regions", HPZ_MSG_REGIONS_REPLY, regions_reply.more, 2,
+	    -EBADMSG, "regions reply, more is 2"),
+
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.len, 0, 0,
+	    "pool take of an unknown length"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.reserved, 1, -EINVAL,
+	    "pool take, reserved set"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.page_size, 3 * MiB,
+	    -EINVAL, "pool take, page size not a power of two"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.page_size, 0, -EINVAL,
+	    "pool take, page size 0"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.len, 3 * MiB, -EINVAL,
+	    "pool take, length not whole pages"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.len, 1ULL << 63, -EINVAL,
+	    "pool take, length past INT64_MAX"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.node, -2, -EINVAL,
+	    "pool take, node -2"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES,
+	    -EINVAL, "pool take, node past the mask"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES - 1,
+	    0, "pool take, last node"),
+
+	FIELD("file", HPZ_MSG_POOL_FILE, pool_file.size, 3 * MiB, -EBADMSG,
+	    "pool file, size not whole pages"),
+	FIELD("file", HPZ_MSG_POOL_FILE, pool_file.page_size, 4095, -EBADMSG,
+	    "pool file, page size"),
+	FIELD("file", HPZ_MSG_POOL_FILE, pool_file.reserved, 9, -EBADMSG,
+	    "pool file, reserved set"),
+	FIELD("file", HPZ_MSG_POOL_STATUS, pool_status.reserved, 1, -EINVAL,
+	    "pool status, reserved set"),
+	FIELD("file", HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.count,
+	    HPZ_POOLS_PER_REPLY + 1, -EBADMSG, "pool status reply, count"),
+	FIELD("file", HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.more, 2,
+	    -EBADMSG, "pool status reply, more"),
+};
+
+/* Every case of field_cases that test checks. */
 static void
-expect_fields(const struct field_case *fc, size_t n)
+expect_fields(const char *test)
 {
-	struct hpz_msg	m;
-	size_t		i;
+	const struct field_case	*fc;
+	struct hpz_msg		 m;
+	size_t			 i;
+	int			 n = 0;
 
-	for (i = 0; i < n; i++) {
-		cr_assert_leq(fc[i].size, sizeof(fc[i].value), "%s", fc[i].what);
-		make_valid(&m, fc[i].type);
+	for (i = 0; i < sizeof(field_cases) / sizeof(field_cases[0]); i++) {
+		fc = &field_cases[i];
+		if (strcmp(fc->test, test) != 0)
+			continue;
+		n++;
+		cr_assert_leq(fc->size, sizeof(fc->value), "%s", fc->what);
+		make_valid(&m, fc->type);
 		/* Little-endian: the low bytes of value fill the field. */
-		memcpy((char *)&m + fc[i].off, &fc[i].value, fc[i].size);
-		if (fc[i].want == 0)
-			expect_valid(&m, fc[i].what);
+		memcpy((char *)&m + fc->off, &fc->value, fc->size);
+		if (fc->want == 0)
+			expect_valid(&m, fc->what);
 		else
-			expect_reject(&m, fc[i].want, fc[i].what);
+			expect_reject(&m, fc->want, fc->what);
 	}
+	cr_assert_gt(n, 0, "no field cases for %s", test);
 }
-
-#define EXPECT_FIELDS(fc)	expect_fields((fc), sizeof(fc) / sizeof((fc)[0]))
 
 /* A socket pair, and a pipe whose ends are the fds a message carries. */
 struct link {
@@ -1052,39 +1110,20 @@ Test(proto, truncated_fds_leave_earlier_fds_alone)
 
 Test(proto, policy_fields)
 {
-	const struct field_case	fc[] = {
-		FIELD(HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX, 0,
-		    "policy, top priority"),
-		FIELD(HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX + 1,
-		    -EINVAL, "policy, priority over the top"),
-		FIELD(HPZ_MSG_POLICY, policy.priority, -1, -EINVAL,
-		    "policy, priority -1"),
-		FIELD(HPZ_MSG_POLICY, policy.flags, 0x8000, -EINVAL,
-		    "policy, unknown flag"),
-		FIELD(HPZ_MSG_POLICY, policy.len, 0, -EINVAL,
-		    "policy, empty range"),
-	};
 	struct hpz_msg		m;
 
 	make_valid(&m, HPZ_MSG_POLICY);
 	expect_valid(&m, "policy as made");
-	EXPECT_FIELDS(fc);
+	expect_fields("policy");
 }
 
 Test(proto, regions_reply_count)
 {
-	const struct field_case	fc[] = {
-		FIELD(HPZ_MSG_REGIONS_REPLY, regions_reply.count,
-		    HPZ_REGIONS_PER_REPLY + 1, -EBADMSG,
-		    "regions reply, count over a reply's"),
-		FIELD(HPZ_MSG_REGIONS_REPLY, regions_reply.more, 2, -EBADMSG,
-		    "regions reply, more is 2"),
-	};
 	struct hpz_msg		m;
 
 	make_valid(&m, HPZ_MSG_REGIONS_REPLY);
 	expect_valid(&m, "regions reply as made");
-	EXPECT_FIELDS(fc);
+	expect_fields("regions");
 }
 
 Test(proto, status_reply_kernel_names_terminated)
@@ -1126,29 +1165,9 @@ Test(proto, empty_message_with_fds_closes_them)
 
 Test(proto, pool_take_fields)
 {
-	const struct field_case	fc[] = {
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.len, 0, 0,
-		    "pool take of an unknown length"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.reserved, 1, -EINVAL,
-		    "pool take, reserved set"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.page_size, 3 * MiB, -EINVAL,
-		    "pool take, page size not a power of two"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.page_size, 0, -EINVAL,
-		    "pool take, page size 0"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.len, 3 * MiB, -EINVAL,
-		    "pool take, length not whole pages"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.len, 1ULL << 63, -EINVAL,
-		    "pool take, length past INT64_MAX"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.node, -2, -EINVAL,
-		    "pool take, node -2"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES,
-		    -EINVAL, "pool take, node past the mask"),
-		FIELD(HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES - 1, 0,
-		    "pool take, last node"),
-	};
 	struct hpz_msg		m;
 
-	EXPECT_FIELDS(fc);
+	expect_fields("take");
 	make_valid(&m, HPZ_MSG_POOL_TAKE);
 	memset(m.u.pool_take.name, 'x', sizeof(m.u.pool_take.name));
 	expect_reject(&m, -EINVAL, "pool take, name not terminated");
@@ -1156,21 +1175,5 @@ Test(proto, pool_take_fields)
 
 Test(proto, pool_file_and_status_fields)
 {
-	const struct field_case	fc[] = {
-		FIELD(HPZ_MSG_POOL_FILE, pool_file.size, 3 * MiB, -EBADMSG,
-		    "pool file, size not whole pages"),
-		FIELD(HPZ_MSG_POOL_FILE, pool_file.page_size, 4095, -EBADMSG,
-		    "pool file, page size"),
-		FIELD(HPZ_MSG_POOL_FILE, pool_file.reserved, 9, -EBADMSG,
-		    "pool file, reserved set"),
-		FIELD(HPZ_MSG_POOL_STATUS, pool_status.reserved, 1, -EINVAL,
-		    "pool status, reserved set"),
-		FIELD(HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.count,
-		    HPZ_POOLS_PER_REPLY + 1, -EBADMSG,
-		    "pool status reply, count"),
-		FIELD(HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.more, 2,
-		    -EBADMSG, "pool status reply, more"),
-	};
-
-	EXPECT_FIELDS(fc);
+	expect_fields("file");
 }
