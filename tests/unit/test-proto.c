@@ -35,13 +35,18 @@ static const uint16_t proto_types[] = {
 /* --- helpers ------------------------------------------------------------ */
 
 /* A register request that passes validation, on 2 MiB pages. */
+/* The register make_register makes. */
+#define REG_ADDR	0x7f0000000000ULL
+#define REG_LEN		(64 * MiB)
+#define REG_OFFSET	(2 * MiB)
+
 static void
 make_register(struct hpz_msg_register *r)
 {
 	proto_init(r, HPZ_MSG_REGISTER, sizeof(*r), 7);
-	r->addr = 0x7f0000000000ULL;
-	r->len = 64 * MiB;
-	r->offset = 2 * MiB;
+	r->addr = REG_ADDR;
+	r->len = REG_LEN;
+	r->offset = REG_OFFSET;
 	r->page_size = PAGE_2M;
 	r->uffd_features = 0xff;
 	r->uffd_ioctls = 0xff;
@@ -165,6 +170,33 @@ struct field_case {
 	sizeof(((struct hpz_msg *)0)->u.member), (uint64_t)(v), (w), (what) }
 
 static const struct field_case field_cases[] = {
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.reserved, 1, -EINVAL,
+	    "reserved 1"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.reserved, 0x80000000u,
+	    -EINVAL, "reserved high bit"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags, HPZ_REGION_FLAGS << 1,
+	    -EINVAL, "unknown flag"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags,
+	    HPZ_DISCARD | 0x80000000u, -EINVAL, "discard plus unknown flag"),
+	/* Page-kind bits are for hpz_region_create, not the wire. */
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags, HPZ_PAGE_SHMEM,
+	    -EINVAL, "HPZ_PAGE_SHMEM on the wire"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags, 0, 0, "no flags"),
+
+	/* 4 KiB aligned, so only the page size check can catch these. */
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.addr, REG_ADDR + 4096,
+	    -EINVAL, "addr not 2 MiB aligned"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.len, REG_LEN + 4096, -EINVAL,
+	    "len not 2 MiB aligned"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.offset, REG_OFFSET + 4096,
+	    -EINVAL, "offset not 2 MiB aligned"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.addr, REG_ADDR + 1, -EINVAL,
+	    "addr odd"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.len, REG_LEN - 1, -EINVAL,
+	    "len odd"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.offset, 512, -EINVAL,
+	    "offset 512"),
+
 	FIELD("policy", HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX, 0,
 	    "policy, top priority"),
 	FIELD("policy", HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX + 1,
@@ -556,25 +588,7 @@ Test(proto, wrong_fd_count)
 
 Test(proto, register_reserved_and_flags)
 {
-	struct hpz_msg	m;
-
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.reserved = 1;
-	expect_reject(&m, -EINVAL, "reserved 1");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.reserved = 0x80000000u;
-	expect_reject(&m, -EINVAL, "reserved high bit");
-
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.flags = HPZ_REGION_FLAGS << 1;
-	expect_reject(&m, -EINVAL, "unknown flag");
-	m.u.reg.flags = HPZ_DISCARD | 0x80000000u;
-	expect_reject(&m, -EINVAL, "discard plus unknown flag");
-	/* Page-kind bits are for hpz_region_create, not the wire. */
-	m.u.reg.flags = HPZ_PAGE_SHMEM;
-	expect_reject(&m, -EINVAL, "HPZ_PAGE_SHMEM on the wire");
-	m.u.reg.flags = 0;
-	expect_valid(&m, "no flags");
+	expect_fields("reserved");
 }
 
 Test(proto, register_page_size)
@@ -609,28 +623,7 @@ Test(proto, register_page_size)
 
 Test(proto, register_unaligned)
 {
-	struct hpz_msg	m;
-
-	/* 4 KiB aligned, so only the page size check can catch these. */
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.addr += 4096;
-	expect_reject(&m, -EINVAL, "addr not 2 MiB aligned");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.len += 4096;
-	expect_reject(&m, -EINVAL, "len not 2 MiB aligned");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.offset += 4096;
-	expect_reject(&m, -EINVAL, "offset not 2 MiB aligned");
-
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.addr += 1;
-	expect_reject(&m, -EINVAL, "addr odd");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.len -= 1;
-	expect_reject(&m, -EINVAL, "len odd");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.offset = 512;
-	expect_reject(&m, -EINVAL, "offset 512");
+	expect_fields("unaligned");
 }
 
 Test(proto, register_empty_and_wrapping)
