@@ -624,49 +624,54 @@ Test(control, honest_client_alone, .timeout = 120)
 	ctl_beside(ctl_attack_none, "no attack", &v, 1);
 }
 
-Test(control, lock_holder_registering_again_and_again, .timeout = 120)
+/*
+ * The honest client beside attack (ctl_beside); the attacker's first
+ * answer must be want, and its reason hold reason (NULL: any).
+ */
+static void
+ctl_refused(void (*attack)(int), const char *name, int quiet, int want,
+    const char *reason)
 {
 	struct ctl_verdict	v;
 
-	ctl_beside(ctl_attack_lock, "lock holder", &v, 0);
-	cr_assert_eq(v.error, -EBUSY, "got %d (%s)", v.error, v.text);
-	cr_assert_not_null(strstr(v.text, "without waiting"),
-	    "the reason does not say it did not wait: %s", v.text);
+	ctl_beside(attack, name, &v, quiet);
+	cr_assert_eq(v.error, want, "%s: got %d, wanted %d (%s)", name,
+	    v.error, want, v.text);
+	if (reason != NULL)
+		cr_assert_not_null(strstr(v.text, reason), "%s: the reason "
+		    "does not say \"%s\": %s", name, reason, v.text);
+}
+
+Test(control, lock_holder_registering_again_and_again, .timeout = 120)
+{
+	/* Refused without waiting for the lock. */
+	ctl_refused(ctl_attack_lock, "lock holder", 0, -EBUSY,
+	    "without waiting");
 }
 
 Test(control, lingering_socket_as_backing_fd, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_backing, "lingering socket as backing fd", &v, 1);
-	cr_assert_eq(v.error, -EINVAL, "got %d (%s)", v.error, v.text);
+	ctl_refused(ctl_attack_backing, "lingering socket as backing fd", 1,
+	    -EINVAL, NULL);
 }
 
 Test(control, lingering_socket_as_extra_fd, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_extra, "lingering socket as extra fd", &v, 1);
-	cr_assert_eq(v.error, -EBADMSG, "got %d (%s)", v.error, v.text);
+	ctl_refused(ctl_attack_extra, "lingering socket as extra fd", 1,
+	    -EBADMSG, NULL);
 }
 
 Test(control, lingering_socket_in_flight_when_dropped, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_in_flight, "lingering socket in flight", &v, 1);
-	cr_assert_eq(v.error, -EBADMSG, "got %d (%s)", v.error, v.text);
+	ctl_refused(ctl_attack_in_flight, "lingering socket in flight", 1,
+	    -EBADMSG, NULL);
 }
 
 Test(control, huge_sparse_region_then_status_flood, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_huge, "1 TiB of 4 KiB pages, status flood", &v, 0);
-	cr_assert_eq(v.error, -EDQUOT, "the 1 TiB region: %d (%s)", v.error,
-	    v.text);
-	cr_assert_not_null(strstr(v.text, "[limits] region_pages"),
-	    "the reason names no setting: %s", v.text);
+	/* The reason names the setting. */
+	ctl_refused(ctl_attack_huge, "1 TiB of 4 KiB pages, status flood", 0,
+	    -EDQUOT, "[limits] region_pages");
 }
 
 /* F_SEAL_GROW is required: a state memfd that may grow is refused. */

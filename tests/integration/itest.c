@@ -597,47 +597,47 @@ Test(serve, data_before_registration_kept)
 	hpz_region_destroy(&r);
 }
 
-Test(serve, discard_region_reads_zero)
+/*
+ * Garbage in the first garbage bytes of a len region of page (written
+ * through an alias, or through the very mapping we register, which maps
+ * it): registered with HPZ_DISCARD, all of it reads zero.
+ */
+static void
+itest_discard_reads_zero(size_t len, unsigned int page, size_t garbage,
+    int alias, unsigned char v, const char *what)
 {
 	struct hpz_region	 r;
-	unsigned char		*alias;
+	unsigned char		*p = NULL;
 
-	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
-	alias = itest_alias(&r);
-	memset(alias, 0xd1, 10 * MiB);	/* garbage in part of the file */
+	itest_create(&r, len, page);
+	if (alias)
+		p = itest_alias(&r);
+	memset(alias ? p : r.addr, v, garbage);
 	r.flags = HPZ_DISCARD;
 	itest_register(&r);
-	itest_assert_zero(&r, "discard region");
-	munmap(alias, r.len);
+	itest_assert_zero(&r, what);
+	if (alias)
+		munmap(p, r.len);
 	hpz_region_destroy(&r);
+}
+
+Test(serve, discard_region_reads_zero)
+{
+	/* Garbage in part of the file. */
+	itest_discard_reads_zero(16 * MiB, HPZ_PAGE_2M, 10 * MiB, 1, 0xd1,
+	    "discard region");
 }
 
 Test(serve, discard_hides_garbage_already_mapped)
 {
-	struct hpz_region	r;
-
-	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
-	/* Written through the very mapping we register: it is mapped. */
-	memset(r.addr, 0xd2, r.len);
-	r.flags = HPZ_DISCARD;
-	itest_register(&r);
-	itest_assert_zero(&r, "discard region that was mapped");
-	hpz_region_destroy(&r);
+	itest_discard_reads_zero(16 * MiB, HPZ_PAGE_2M, 16 * MiB, 0, 0xd2,
+	    "discard region that was mapped");
 }
 
 Test(serve, discard_shmem_region_reads_zero)
 {
-	struct hpz_region	 r;
-	unsigned char		*alias;
-
-	itest_create(&r, 4 * MiB, HPZ_PAGE_SHMEM);
-	alias = itest_alias(&r);
-	memset(alias, 0x99, r.len);
-	r.flags = HPZ_DISCARD;
-	itest_register(&r);
-	itest_assert_zero(&r, "discard shmem region");
-	munmap(alias, r.len);
-	hpz_region_destroy(&r);
+	itest_discard_reads_zero(4 * MiB, HPZ_PAGE_SHMEM, 4 * MiB, 1, 0x99,
+	    "discard shmem region");
 }
 
 Test(serve, reset_after_pattern_reads_zero)
