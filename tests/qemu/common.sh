@@ -2,6 +2,26 @@
 # host, the test guest's build, the preload library, a daemon counter and
 # a guest run's verdict.  Needs S (source dir) and B (build dir).
 
+skip() { echo "SKIP: $*"; exit 77; }
+
+# qemu_setup DIR [FILE...]: the host (qemu_host, FILEs built too) and the
+# guest built in DIR, or the script exits as they say; FREE names the free
+# 2 MiB page count; tests/hugepages.sh and tests/hpzd.sh sourced.
+qemu_setup() {
+	local g=$1 rc
+	shift
+	qemu_host "$@"
+	rc=$?
+	[ $rc != 0 ] && exit $rc
+	FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
+	G=$g
+	guest_build
+	rc=$?
+	[ $rc != 0 ] && exit $rc
+	. "$S/tests/hugepages.sh"
+	. "$S/tests/hpzd.sh"
+}
+
 # qemu_host [FILE...]: QEMU, timeout(1), root, userfaultfd and 2 MiB huge
 # pages, and the build's daemon, hpz-run, hpzctl, preload library and
 # FILEs.  Returns 77 with a SKIP line, or 1 with a FAIL line.

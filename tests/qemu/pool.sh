@@ -15,23 +15,10 @@ MEM_MB=256
 POOL_MB=$((MEM_MB - 64))	# the rest of the RAM is fresh memory
 PAGES=$((POOL_MB / 2 + MEM_MB / 2 + 16 + 16))	# pool, a guest, reserve, slack
 
-skip() { echo "SKIP: $*"; exit 77; }
-
 . "$S/tests/qemu/common.sh"
-qemu_host
-rc=$?
-[ $rc != 0 ] && exit $rc
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-
 # The guest, as qemu.sh builds it, in a directory of its own: make -j
 # check runs qemu.sh beside this.
-G=$B/tests/qemu/pool
-guest_build
-rc=$?
-[ $rc != 0 ] && exit $rc
-
-. "$S/tests/hugepages.sh"
-. "$S/tests/hpzd.sh"
+qemu_setup "$B/tests/qemu/pool"
 # QEMU under TCG beside the integration suite or the soak would make their
 # liveness bounds meaningless; and their daemons' pools are off, ours is on.
 hp_alone

@@ -14,22 +14,9 @@ QEMU=${HPZ_QEMU:-qemu-system-x86_64}
 MEM_MB=256
 PAGES=$((MEM_MB / 2 + 16))	# 2 MiB pages for one guest, and slack
 
-skip() { echo "SKIP: $*"; exit 77; }
-
 . "$S/tests/qemu/common.sh"
-qemu_host
-rc=$?
-[ $rc != 0 ] && exit $rc
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-
 # The guest: a 32-bit multiboot ELF, built with the host compiler.
-G=$B/tests/qemu
-guest_build
-rc=$?
-[ $rc != 0 ] && exit $rc
-
-. "$S/tests/hugepages.sh"
-. "$S/tests/hpzd.sh"
+qemu_setup "$B/tests/qemu"
 dir=$(mktemp -d /tmp/hpz-qemu.XXXXXX)
 pid='' qpid='' mnt=''
 # shellcheck disable=SC2317  # called by the trap

@@ -29,22 +29,9 @@ QEMU=${HPZ_QEMU:-qemu-system-x86_64}
 MEM_MB=256
 BOUND=120		# seconds: "did not hang", not a timing claim
 
-skip() { echo "SKIP: $*"; exit 77; }
-
 . "$S/tests/qemu/common.sh"
-qemu_host tests/qemu/qmp
-rc=$?
-[ $rc != 0 ] && exit $rc
+qemu_setup "$B/tests/qemu/vmm" tests/qemu/qmp
 command -v mkfifo >/dev/null 2>&1 || skip "mkfifo(1) not found"
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-
-G=$B/tests/qemu/vmm
-guest_build
-rc=$?
-[ $rc != 0 ] && exit $rc
-
-. "$S/tests/hugepages.sh"
-. "$S/tests/hpzd.sh"
 # TCG keeps a CPU busy for the whole run: not beside the integration suite
 # and the soak, whose liveness bounds assume the machine to themselves.
 hp_alone
