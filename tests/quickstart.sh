@@ -134,14 +134,8 @@ cd "$top/build"
 # demo: a daemon on a temporary socket and the demo client against it.
 step "reserving huge pages"
 . "$top/tests/hugepages.sh"
-dir=$(mktemp -d /tmp/hpz-demo.XXXXXX)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	hp_release
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
+. "$top/tests/hpzd.sh"
+hpzd_scratch demo
 size_mib=${HPZ_DEMO_MIB:-512}
 # Two regions' worth, and one more for hpzerod's pre-zeroed pool.
 hp_reserve_2m $((3 * size_mib / 2 + 24))

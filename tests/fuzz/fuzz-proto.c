@@ -1199,6 +1199,78 @@ fuzz_await_reply(struct fuzz_session *s, uint16_t type)
 	}
 }
 
+/* A session with nothing made yet. */
+static void
+fuzz_session_init(struct fuzz_session *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->uffd = s->memfd = -1;
+	s->made[0] = s->made[1] = s->made[2] = -1;
+}
+
+/* The limits mode asks for, and a real userfaultfd where it asks for one. */
+static void
+fuzz_session_limits(struct fuzz_session *s, int mode)
+{
+	struct conf	limits;
+
+	memset(&limits, 0, sizeof(limits));
+	if (mode & FUZZ_LIMITS) {
+		limits.uid_clients = 1;
+		limits.uid_regions = 2;
+		limits.uid_bytes = FUZZ_LIMIT_PAGES * fuzz_page;
+	}
+	control_limits(&limits);
+	if ((mode & FUZZ_REAL_UFFD) && fuzz_have_uffd)
+		fuzz_real_setup(s);
+}
+
+/* What the session mapped and opened of its own. */
+static void
+fuzz_session_close(struct fuzz_session *s)
+{
+	if (s->map != NULL)
+		munmap(s->map, s->maplen);
+	if (s->memfd != -1)
+		close(s->memfd);
+	if (s->uffd != -1)
+		close(s->uffd);
+}
+
+/*
+ * The next record of data at *off: an action is done here (1); a message
+ * is filled into m, fixed up unless FUZZ_RAW and given its fds (0), its
+ * bytes at *rec, *nrec of them; -1 when the data is used up.
+ */
+static int
+fuzz_record(struct fuzz_session *s, const uint8_t *data, size_t size,
+    size_t *off, int mode, struct hpz_msg *m, const uint8_t **rec,
+    size_t *nrec)
+{
+	uint16_t	word;
+	size_t		n;
+
+	if (size - *off < 2)
+		return (-1);
+	word = (uint16_t)(data[*off] | data[*off + 1] << 8);
+	*off += 2;
+	n = word & FUZZ_LEN_MASK;
+	if (n > size - *off)
+		n = size - *off;
+	*rec = data + *off;
+	*nrec = n;
+	*off += n;
+	if (fuzz_is_action(*rec, n)) {
+		fuzz_action(s, *rec, n);
+		return (1);
+	}
+	fuzz_fill(m, *rec, n, 0);
+	if (s->map != NULL && (mode & FUZZ_RAW) == 0)
+		fuzz_fixup(s, m);
+	fuzz_attach(s, m, (enum fuzz_fds)(word >> FUZZ_FDS_SHIFT));
+	return (0);
+}
+
 /*
  * Part b, the daemon's way: connect to its listening socket and let its
  * event loop accept (control_accept_cb), read (control_read_cb, proto_recv)
@@ -1209,26 +1281,16 @@ static void
 fuzz_loop(const uint8_t *data, size_t size, int mode)
 {
 	struct fuzz_session	 s;
-	struct conf		 limits;
 	struct hpz_msg		*m = &fuzz_msg;
 	struct client		*c;
+	const uint8_t		*rec;
 	size_t			 off = 0, n;
 	uint32_t		 seq;
-	uint16_t		 word, type;
-	int			 before, after, fd;
+	uint16_t		 type;
+	int			 before, after, fd, k;
 
-	memset(&s, 0, sizeof(s));
-	s.uffd = s.memfd = -1;
-	s.made[0] = s.made[1] = s.made[2] = -1;
-	memset(&limits, 0, sizeof(limits));
-	if (mode & FUZZ_LIMITS) {
-		limits.uid_clients = 1;
-		limits.uid_regions = 2;
-		limits.uid_bytes = FUZZ_LIMIT_PAGES * fuzz_page;
-	}
-	control_limits(&limits);
-	if ((mode & FUZZ_REAL_UFFD) && fuzz_have_uffd)
-		fuzz_real_setup(&s);
+	fuzz_session_init(&s);
+	fuzz_session_limits(&s, mode);
 	before = fuzz_count_fds();
 
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1243,25 +1305,13 @@ fuzz_loop(const uint8_t *data, size_t size, int mode)
 		fuzz_fail("the daemon did not take the connection (%zu "
 		    "clients)", control_nclients());
 
-	while (size - off >= 2 && control_nclients() == 1) {
-		word = (uint16_t)(data[off] | data[off + 1] << 8);
-		off += 2;
-		n = word & FUZZ_LEN_MASK;
-		if (n > size - off)
-			n = size - off;
-		if (fuzz_is_action(data + off, n)) {
-			fuzz_action(&s, data + off, n);
-			off += n;
+	while (control_nclients() == 1 &&
+	    (k = fuzz_record(&s, data, size, &off, mode, m, &rec, &n)) >= 0) {
+		if (k > 0)
 			continue;
-		}
-		fuzz_fill(m, data + off, n, 0);
-		off += n;
-		if (s.map != NULL && (mode & FUZZ_RAW) == 0)
-			fuzz_fixup(&s, m);
 		seq = m->len >= sizeof(m->u.hdr) ? m->u.hdr.seq : 0;
 		type = fuzz_type(m);
-		fuzz_attach(&s, m, (enum fuzz_fds)(word >> FUZZ_FDS_SHIFT));
-		fuzz_send(fd, m, data + off - n, n);
+		fuzz_send(fd, m, rec, n);
 		s.made[0] = s.made[1] = s.made[2] = -1;
 		fuzz_loop_once();
 		if (type == HPZ_MSG_RESET)
@@ -1282,12 +1332,7 @@ fuzz_loop(const uint8_t *data, size_t size, int mode)
 	if (before != -1 && after != before)
 		fuzz_fail("the daemon holds %d descriptors more after the "
 		    "client went", after - before);
-	if (s.map != NULL)
-		munmap(s.map, s.maplen);
-	if (s.memfd != -1)
-		close(s.memfd);
-	if (s.uffd != -1)
-		close(s.uffd);
+	fuzz_session_close(&s);
 }
 
 /* Part b: the records as one client's session, then the client goes. */
@@ -1295,19 +1340,17 @@ static void
 fuzz_session(const uint8_t *data, size_t size, int mode)
 {
 	struct fuzz_session	 s;
-	struct conf		 limits;
 	struct hpz_msg		*m = &fuzz_msg;
 	struct region		*r;
 	char			 why[HPZ_REPLY_TEXT];
+	const uint8_t		*rec;
 	size_t			 off = 0, n, nregions;
 	uint64_t		 after_id;
 	uint32_t		 seq;
-	uint16_t		 word, type;
-	int			 sp[2], ret, verdict;
+	uint16_t		 type;
+	int			 sp[2], ret, verdict, k;
 
-	memset(&s, 0, sizeof(s));
-	s.uffd = s.memfd = -1;
-	s.made[0] = s.made[1] = s.made[2] = -1;
+	fuzz_session_init(&s);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
 	    0, sp) == -1)
 		fuzz_fail("socketpair: %s", strerror(errno));
@@ -1321,38 +1364,18 @@ fuzz_session(const uint8_t *data, size_t size, int mode)
 	TAILQ_INIT(&s.c.regions);
 	/* A connected client, as control_accept_cb makes it: limits see it. */
 	TAILQ_INSERT_TAIL(&control_clients, &s.c, entry);
-	memset(&limits, 0, sizeof(limits));
-	if (mode & FUZZ_LIMITS) {
-		limits.uid_clients = 1;
-		limits.uid_regions = 2;
-		limits.uid_bytes = FUZZ_LIMIT_PAGES * fuzz_page;
-	}
-	control_limits(&limits);
-	if ((mode & FUZZ_REAL_UFFD) && fuzz_have_uffd)
-		fuzz_real_setup(&s);
+	fuzz_session_limits(&s, mode);
 	if (mode & FUZZ_PEER_GONE) {
 		close(s.peer);
 		s.peer = -1;
 	}
 
-	while (size - off >= 2) {
-		word = (uint16_t)(data[off] | data[off + 1] << 8);
-		off += 2;
-		n = word & FUZZ_LEN_MASK;
-		if (n > size - off)
-			n = size - off;
-		if (fuzz_is_action(data + off, n)) {
-			fuzz_action(&s, data + off, n);
-			off += n;
+	while ((k = fuzz_record(&s, data, size, &off, mode, m, &rec,
+	    &n)) >= 0) {
+		if (k > 0)
 			continue;
-		}
-		fuzz_fill(m, data + off, n, 0);
-		off += n;
-		if (s.map != NULL && (mode & FUZZ_RAW) == 0)
-			fuzz_fixup(&s, m);
-		fuzz_attach(&s, m, (enum fuzz_fds)(word >> FUZZ_FDS_SHIFT));
 		if ((mode & FUZZ_WIRE) && s.peer != -1)
-			fuzz_wire(&s, m, data + off - n, n);
+			fuzz_wire(&s, m, rec, n);
 		if (m->len == 0) {
 			/*
 			 * proto_recv returns 0: the end, the client goes.
@@ -1401,12 +1424,7 @@ fuzz_session(const uint8_t *data, size_t size, int mode)
 	close(s.c.fd);
 	if (s.peer != -1)
 		close(s.peer);
-	if (s.map != NULL)
-		munmap(s.map, s.maplen);
-	if (s.memfd != -1)
-		close(s.memfd);
-	if (s.uffd != -1)
-		close(s.uffd);
+	fuzz_session_close(&s);
 }
 
 int

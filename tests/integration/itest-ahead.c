@@ -32,22 +32,8 @@
 static void
 ahead_register(struct hpz_region *r, unsigned int flags)
 {
-	int	error;
-
 	r->flags = flags;
-	error = hpz_register(r);
-	cr_assert_eq(error, 0, "hpz_register: %s (%s)", hpz_strerror(error),
-	    hpz_last_error());
-}
-
-static void
-ahead_assert_zero(const struct hpz_region *r, const char *when)
-{
-	size_t	first, n;
-
-	n = itest_count_nonzero(r->addr, r->len, &first);
-	cr_assert_eq(n, 0, "%s: %zu non-zero words, first at %zu", when, n,
-	    first);
+	itest_register(r);
 }
 
 Test(ahead, garbage_is_scrubbed_before_any_fault)
@@ -68,7 +54,7 @@ Test(ahead, garbage_is_scrubbed_before_any_fault)
 	    st.bg_pages_cleared - before.bg_pages_cleared);
 	/* Through the alias the file now reads zero: cleared, not hidden. */
 	cr_assert_eq(itest_count_nonzero(alias, r.len, &(size_t){ 0 }), 0);
-	ahead_assert_zero(&r, "after background scrub");
+	itest_assert_zero(&r, "after background scrub");
 	st = itest_status_faults(&before, 16);
 	cr_assert_eq(st.pages_cleared, before.pages_cleared,
 	    "faults cleared %llu pages that were already scrubbed",
@@ -92,7 +78,7 @@ Test(ahead, premap_serves_without_faults)
 	cr_assert_eq(st.bg_pages_premapped - before.bg_pages_premapped, 8,
 	    "premapped %llu of 8 pages",
 	    st.bg_pages_premapped - before.bg_pages_premapped);
-	ahead_assert_zero(&r, "premapped region");
+	itest_assert_zero(&r, "premapped region");
 	st = itest_status();
 	cr_assert_eq(st.faults, before.faults, "%llu faults on premapped pages",
 	    st.faults - before.faults);
@@ -114,7 +100,7 @@ Test(ahead, eager_allocates_the_whole_region)
 	cr_assert_eq((size_t)sb.st_blocks * 512, r.len,
 	    "only %lld of %zu bytes allocated ahead",
 	    (long long)sb.st_blocks * 512, r.len);
-	ahead_assert_zero(&r, "eager region");
+	itest_assert_zero(&r, "eager region");
 	st = itest_status_faults(&before, 8);
 	cr_assert_eq(st.faults_missing, before.faults_missing,
 	    "%llu pages were still missing at the first touch",
@@ -142,7 +128,7 @@ Test(ahead, on_fault_read_ahead_allocates_next_pages)
 	    "nothing was allocated ahead");
 	cr_assert_lt(st.faults_missing - before.faults_missing, 32,
 	    "every page was still missing when touched");
-	ahead_assert_zero(&r, "read-ahead region");
+	itest_assert_zero(&r, "read-ahead region");
 	hpz_region_destroy(&r);
 }
 
@@ -226,7 +212,7 @@ ahead_race(unsigned int flags, size_t len, unsigned int pageflag)
 			bad += t[i].bad;
 		}
 		cr_assert_eq(bad, 0, "round %d: %zu stale subpages", round, bad);
-		ahead_assert_zero(&r, "after racing background work");
+		itest_assert_zero(&r, "after racing background work");
 	}
 	hpz_region_destroy(&r);
 }
@@ -262,7 +248,7 @@ Test(ahead, reset_during_background_work)
 		memset(p + 10 * MiB, 0x77, 4 * MiB);
 		cr_assert_eq(hpz_reset(&r), 0);
 	}
-	ahead_assert_zero(&r, "after resets racing background work");
+	itest_assert_zero(&r, "after resets racing background work");
 	hpz_region_destroy(&r);
 }
 
@@ -364,7 +350,7 @@ Test(ahead, premap_after_reset_survives_the_zap)
 		cr_assert_eq(st.bg_pages_premapped - before.bg_pages_premapped,
 		    16, "round %d: premapped %llu of 16", round,
 		    st.bg_pages_premapped - before.bg_pages_premapped);
-		ahead_assert_zero(&r, "premapped after reset");
+		itest_assert_zero(&r, "premapped after reset");
 		st = itest_status();
 		cr_assert_eq(st.faults, before.faults,
 		    "round %d: %llu faults after premapping", round,

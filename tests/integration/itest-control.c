@@ -57,24 +57,6 @@ struct ctl_figures {
 	int	nreg;
 };
 
-static double
-ctl_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6);
-}
-
-static int
-ctl_scale(void)
-{
-	const char	*s = getenv("HPZ_WAIT_SCALE");
-	int		 v = s != NULL ? atoi(s) : 1;
-
-	return (v >= 1 ? v : 1);
-}
-
 /* The daemon run.sh started is alive and still the same process. */
 static void
 ctl_daemon_same(void)
@@ -118,7 +100,7 @@ ctl_honest(int fd, double ms)
 {
 	struct ctl_round	 rep;
 	struct hpz_region	 r;
-	double			 t0, t, end = ctl_now_ms() + ms;
+	double			 t0, t, end = itest_now_us() / 1e3 + ms;
 	size_t			 first;
 	int			 i;
 
@@ -126,13 +108,13 @@ ctl_honest(int fd, double ms)
 		memset(&rep, 0, sizeof(rep));
 		if (hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM) != 0)
 			return (ctl_fail(fd, &rep, "create"));
-		t0 = ctl_now_ms();
+		t0 = itest_now_us() / 1e3;
 		if (hpz_register(&r) != 0)
 			return (ctl_fail(fd, &rep, "register"));
-		t = ctl_now_ms();
+		t = itest_now_us() / 1e3;
 		rep.reg_ms = t - t0;
 		(void)*(volatile char *)r.addr;
-		rep.fault_ms = ctl_now_ms() - t;
+		rep.fault_ms = itest_now_us() / 1e3 - t;
 		if (itest_count_nonzero(r.addr, r.len, &first) != 0) {
 			rep.status = -1;
 			snprintf(rep.why, sizeof(rep.why), "fresh region: "
@@ -142,10 +124,10 @@ ctl_honest(int fd, double ms)
 		}
 		for (i = 0; i < 64; i++)
 			((char *)r.addr)[i * 4096 + 7] = (char)(i + 1);
-		t = ctl_now_ms();
+		t = itest_now_us() / 1e3;
 		if (hpz_reset(&r) != 0)
 			return (ctl_fail(fd, &rep, "reset"));
-		rep.reset_ms = ctl_now_ms() - t;
+		rep.reset_ms = itest_now_us() / 1e3 - t;
 		if (itest_count_nonzero(r.addr, r.len, &first) != 0) {
 			rep.status = -1;
 			snprintf(rep.why, sizeof(rep.why), "after reset: stale "
@@ -157,7 +139,7 @@ ctl_honest(int fd, double ms)
 			return (ctl_fail(fd, &rep, "unregister"));
 		hpz_region_destroy(&r);
 		ctl_report(fd, &rep);
-	} while (ctl_now_ms() < end);
+	} while (itest_now_us() / 1e3 < end);
 	rep.status = 1;
 	ctl_report(fd, &rep);
 	return (0);
@@ -200,8 +182,8 @@ ctl_honest_wait(pid_t honest, int rfd, pid_t attacker, const char *attack,
 {
 	struct pollfd		pfd = { .fd = rfd, .events = POLLIN };
 	struct ctl_round	rep;
-	double			t0 = ctl_now_ms(), t, last = t0;
-	int			status, bound = CTL_BOUND_MS * ctl_scale();
+	double			t0 = itest_now_us() / 1e3, t, last = t0;
+	int			status, bound = CTL_BOUND_MS * itest_wait_scale();
 
 	memset(fg, 0, sizeof(*fg));
 	for (;;) {
@@ -222,7 +204,7 @@ ctl_honest_wait(pid_t honest, int rfd, pid_t attacker, const char *attack,
 		}
 		if (rep.status == 1)
 			break;
-		t = ctl_now_ms();
+		t = itest_now_us() / 1e3;
 		if (t - last > fg->round_max)
 			fg->round_max = t - last;
 		last = t;
@@ -241,7 +223,7 @@ ctl_honest_wait(pid_t honest, int rfd, pid_t attacker, const char *attack,
 	qsort(fg->reg, (size_t)fg->nreg, sizeof(fg->reg[0]), ctl_cmp);
 	printf("%s: honest client: %d rounds in %.1f s; register p50 %.2f ms, "
 	    "max %.2f ms; first fault max %.2f ms; reset max %.2f ms; longest "
-	    "round %.1f ms\n", attack, fg->rounds, (ctl_now_ms() - t0) / 1e3,
+	    "round %.1f ms\n", attack, fg->rounds, (itest_now_us() / 1e3 - t0) / 1e3,
 	    fg->reg[fg->nreg / 2], fg->reg[fg->nreg - 1], fg->fault_max,
 	    fg->reset_max, fg->round_max);
 	fflush(stdout);
@@ -642,49 +624,54 @@ Test(control, honest_client_alone, .timeout = 120)
 	ctl_beside(ctl_attack_none, "no attack", &v, 1);
 }
 
-Test(control, lock_holder_registering_again_and_again, .timeout = 120)
+/*
+ * The honest client beside attack (ctl_beside); the attacker's first
+ * answer must be want, and its reason hold reason (NULL: any).
+ */
+static void
+ctl_refused(void (*attack)(int), const char *name, int quiet, int want,
+    const char *reason)
 {
 	struct ctl_verdict	v;
 
-	ctl_beside(ctl_attack_lock, "lock holder", &v, 0);
-	cr_assert_eq(v.error, -EBUSY, "got %d (%s)", v.error, v.text);
-	cr_assert_not_null(strstr(v.text, "without waiting"),
-	    "the reason does not say it did not wait: %s", v.text);
+	ctl_beside(attack, name, &v, quiet);
+	cr_assert_eq(v.error, want, "%s: got %d, wanted %d (%s)", name,
+	    v.error, want, v.text);
+	if (reason != NULL)
+		cr_assert_not_null(strstr(v.text, reason), "%s: the reason "
+		    "does not say \"%s\": %s", name, reason, v.text);
+}
+
+Test(control, lock_holder_registering_again_and_again, .timeout = 120)
+{
+	/* Refused without waiting for the lock. */
+	ctl_refused(ctl_attack_lock, "lock holder", 0, -EBUSY,
+	    "without waiting");
 }
 
 Test(control, lingering_socket_as_backing_fd, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_backing, "lingering socket as backing fd", &v, 1);
-	cr_assert_eq(v.error, -EINVAL, "got %d (%s)", v.error, v.text);
+	ctl_refused(ctl_attack_backing, "lingering socket as backing fd", 1,
+	    -EINVAL, NULL);
 }
 
 Test(control, lingering_socket_as_extra_fd, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_extra, "lingering socket as extra fd", &v, 1);
-	cr_assert_eq(v.error, -EBADMSG, "got %d (%s)", v.error, v.text);
+	ctl_refused(ctl_attack_extra, "lingering socket as extra fd", 1,
+	    -EBADMSG, NULL);
 }
 
 Test(control, lingering_socket_in_flight_when_dropped, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_in_flight, "lingering socket in flight", &v, 1);
-	cr_assert_eq(v.error, -EBADMSG, "got %d (%s)", v.error, v.text);
+	ctl_refused(ctl_attack_in_flight, "lingering socket in flight", 1,
+	    -EBADMSG, NULL);
 }
 
 Test(control, huge_sparse_region_then_status_flood, .timeout = 120)
 {
-	struct ctl_verdict	v;
-
-	ctl_beside(ctl_attack_huge, "1 TiB of 4 KiB pages, status flood", &v, 0);
-	cr_assert_eq(v.error, -EDQUOT, "the 1 TiB region: %d (%s)", v.error,
-	    v.text);
-	cr_assert_not_null(strstr(v.text, "[limits] region_pages"),
-	    "the reason names no setting: %s", v.text);
+	/* The reason names the setting. */
+	ctl_refused(ctl_attack_huge, "1 TiB of 4 KiB pages, status flood", 0,
+	    -EDQUOT, "[limits] region_pages");
 }
 
 /* F_SEAL_GROW is required: a state memfd that may grow is refused. */

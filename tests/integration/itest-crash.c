@@ -58,24 +58,6 @@ struct cr_report {
 	char		 why[256];
 };
 
-static uint64_t
-cr_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
-}
-
-static double
-cr_now_us(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3);
-}
-
 static void
 cr_daemon_start(struct cr *c)
 {
@@ -126,8 +108,8 @@ cr_from_child(struct cr *c, void *buf, size_t len)
 	uint64_t	left;
 	ssize_t		n;
 
-	left = c->t0 + CR_BOUND_MS > cr_now_ms() ?
-	    c->t0 + CR_BOUND_MS - cr_now_ms() : 0;
+	left = c->t0 + CR_BOUND_MS > itest_now_ms() ?
+	    c->t0 + CR_BOUND_MS - itest_now_ms() : 0;
 	if (poll(&pfd, 1, (int)left) != 1) {
 		kill(c->child, SIGKILL);
 		cr_assert_fail("the client hung: nothing from it in %d ms",
@@ -215,9 +197,9 @@ cr_touch(struct cr_report *rep, unsigned char *p, int want, int i)
 	size_t	first;
 	double	t;
 
-	t = cr_now_us();
+	t = itest_now_us();
 	(void)*(volatile unsigned char *)(p + 4096 * (size_t)(i % 7));
-	t = (cr_now_us() - t) / 1000.0;
+	t = (itest_now_us() - t) / 1000.0;
 	if (t > rep->blocked_ms)
 		rep->blocked_ms = t;
 	rep->touches++;
@@ -446,7 +428,7 @@ cr_setup(struct cr *c, enum cr_scenario s, const char *fallback_ms)
 	setenv("HPZ_SOCKET", c->sock, 1);
 	cr_assert_eq(pipe2(a, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(b, O_CLOEXEC), 0);
-	c->t0 = cr_now_ms();
+	c->t0 = itest_now_ms();
 	c->child = fork();
 	cr_assert_geq(c->child, 0);
 	if (c->child == 0) {

@@ -34,9 +34,7 @@ sd_bind(int type, const char *path, int listening)
 	struct sockaddr_un	sun;
 	int			fd;
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	itest_sun(&sun, path);
 	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0,
@@ -167,12 +165,19 @@ Test(daemon, graceful_exit_leaves_client_served_and_clean)
 
 Test(daemon, refuses_second_daemon_on_live_socket)
 {
-	char	cmd[1024];
-	int	status;
+	const char	*pid = getenv("HPZD_PID");
+	const char	*argv[] = { itest_daemon_path(), "--socket",
+	    getenv("HPZ_SOCKET"), NULL };
+	int		 status;
 
-	snprintf(cmd, sizeof(cmd), "%s --socket %s 2>/dev/null",
-	    itest_daemon_path(), getenv("HPZ_SOCKET"));
-	status = system(cmd);
+	/*
+	 * With the suite's daemon gone the socket is stale: a second one
+	 * would take it and serve on.  Say so rather than wait for it.
+	 */
+	if (pid != NULL)
+		cr_assert_eq(kill(atoi(pid), 0), 0, "the suite's hpzerod "
+		    "(pid %s) is gone: no live socket to refuse on", pid);
+	status = itest_run_bounded(argv, 1, ITEST_RUN_TIMEOUT_S);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
 	    "second hpzerod status 0x%x", status);
 	/* The first one is untouched. */
@@ -181,16 +186,16 @@ Test(daemon, refuses_second_daemon_on_live_socket)
 
 Test(daemon, bad_command_line)
 {
-	char	cmd[1024];
-	int	status;
+	const char	*workers0[] = { itest_daemon_path(), "--workers", "0",
+	    NULL };
+	const char	*unknown[] = { itest_daemon_path(), "--no-such-option",
+	    NULL };
+	char		 cmd[1024];
+	int		 status;
 
-	snprintf(cmd, sizeof(cmd), "%s --workers 0 2>/dev/null",
-	    itest_daemon_path());
-	status = system(cmd);
+	status = itest_run_bounded(workers0, 1, ITEST_RUN_TIMEOUT_S);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
-	snprintf(cmd, sizeof(cmd), "%s --no-such-option 2>/dev/null",
-	    itest_daemon_path());
-	status = system(cmd);
+	status = itest_run_bounded(unknown, 1, ITEST_RUN_TIMEOUT_S);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2);
 	snprintf(cmd, sizeof(cmd), "%s --version | grep -q '^hpzerod '",
 	    itest_daemon_path());
@@ -249,25 +254,53 @@ conf_write(const char *path, const char *text)
 	fclose(f);
 }
 
+/* A daemon of a test's own, started with a settings file. */
+struct conf_daemon {
+	char	dir[32];
+	char	conf[128];
+	char	sock[128];
+	pid_t	pid;
+};
+
+/* Write text to a fresh settings file and start a daemon with it. */
+static void
+conf_up(struct conf_daemon *d, const char *text)
+{
+	strcpy(d->dir, "/tmp/hpz-conf.XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->conf, sizeof(d->conf), "%s/hpzerod.conf", d->dir);
+	snprintf(d->sock, sizeof(d->sock), "%s/s.sock", d->dir);
+	conf_write(d->conf, text);
+	d->pid = conf_start(d->conf, d->sock);
+}
+
+/* SIGTERM: a clean exit, 0; then its files go. */
+static void
+conf_down(struct conf_daemon *d)
+{
+	int	status;
+
+	kill(d->pid, SIGTERM);
+	cr_assert_eq(waitpid(d->pid, &status, 0), d->pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "hpzerod status 0x%x on SIGTERM", status);
+	unlink(d->conf);
+	rmdir(d->dir);
+}
+
 Test(daemon, settings_file_and_sighup_reload)
 {
+	struct conf_daemon	d;
 	struct hpz_status	st;
-	char			dir[] = "/tmp/hpz-conf.XXXXXX", conf[128];
-	char			sock[128];
-	pid_t			pid;
-	int			status, i;
+	int			i;
 
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
-	conf_write(conf, "[background]\ngbs = 1.5\nclient_gbs = 0.5\n");
-	pid = conf_start(conf, sock);
+	conf_up(&d, "[background]\ngbs = 1.5\nclient_gbs = 0.5\n");
 	st = itest_status();
 	cr_assert_float_eq(st.bg_budget_gbs, 1.5, 0.001);
 	cr_assert_float_eq(st.bg_client_budget_gbs, 0.5, 0.001);
 
-	conf_write(conf, "[background]\ngbs = 3\n");
-	kill(pid, SIGHUP);
+	conf_write(d.conf, "[background]\ngbs = 3\n");
+	kill(d.pid, SIGHUP);
 	for (i = 0; i < 200; i++) {
 		st = itest_status();
 		if (st.bg_budget_gbs > 2.9)
@@ -278,17 +311,12 @@ Test(daemon, settings_file_and_sighup_reload)
 	cr_assert_float_eq(st.bg_client_budget_gbs, 0.0, 0.001);
 
 	/* A broken file on SIGHUP: the daemon keeps its settings. */
-	conf_write(conf, "[background]\ngbs = lots\n");
-	kill(pid, SIGHUP);
+	conf_write(d.conf, "[background]\ngbs = lots\n");
+	kill(d.pid, SIGHUP);
 	usleep(100 * 1000);
 	st = itest_status();
 	cr_assert_float_eq(st.bg_budget_gbs, 3.0, 0.001);
-
-	kill(pid, SIGTERM);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	unlink(conf);
-	rmdir(dir);
+	conf_down(&d);
 }
 
 Test(daemon, bad_settings_file_refused_at_start)
@@ -315,22 +343,15 @@ Test(daemon, bad_settings_file_refused_at_start)
 
 Test(daemon, background_budget_throttles_scrub)
 {
+	struct conf_daemon	 d;
 	struct hpz_status	 st;
 	struct hpz_region	 r;
-	char			 dir[] = "/tmp/hpz-conf.XXXXXX", conf[128];
-	char			 sock[128];
 	unsigned char		*alias;
 	size_t			 first;
-	pid_t			 pid;
-	int			 status;
 
 	itest_need_pages(2048, 16);
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
 	/* 50 MB/s: 32 MiB of garbage takes well over half a second. */
-	conf_write(conf, "[background]\ngbs = 0.05\n");
-	pid = conf_start(conf, sock);
+	conf_up(&d, "[background]\ngbs = 0.05\n");
 	cr_assert_eq(hpz_region_create(&r, 32 * MiB, HPZ_PAGE_2M), 0);
 	alias = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_SHARED, r.fd, 0);
 	cr_assert_neq(alias, MAP_FAILED);
@@ -347,28 +368,18 @@ Test(daemon, background_budget_throttles_scrub)
 	    "stale byte at %zu", first);
 	hpz_region_destroy(&r);
 	munmap(alias, 32 * MiB);
-	kill(pid, SIGTERM);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	unlink(conf);
-	rmdir(dir);
+	conf_down(&d);
 }
 
 Test(daemon, per_uid_limits)
 {
+	struct conf_daemon	 d;
 	struct hpz_region	 a, b;
-	char			 dir[] = "/tmp/hpz-conf.XXXXXX", conf[128];
-	char			 sock[128];
-	pid_t			 pid;
-	int			 status, error, s1, s2, s3;
+	int			 error, s1, s2, s3;
 	char			 c;
 
 	itest_need_pages(2048, 4);
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
-	conf_write(conf, "[limits]\nregions = 1\nclients = 3\n");
-	pid = conf_start(conf, sock);
+	conf_up(&d, "[limits]\nregions = 1\nclients = 3\n");
 	cr_assert_eq(hpz_region_create(&a, 2 * MiB, HPZ_PAGE_2M), 0);
 	cr_assert_eq(hpz_region_create(&b, 2 * MiB, HPZ_PAGE_2M), 0);
 	cr_assert_eq(hpz_register(&a), 0, "%s", hpz_last_error());
@@ -389,9 +400,5 @@ Test(daemon, per_uid_limits)
 	cr_assert_eq(itest_count_nonzero(a.addr, a.len, &(size_t){ 0 }), 0);
 	hpz_region_destroy(&a);
 	hpz_region_destroy(&b);
-	kill(pid, SIGTERM);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	unlink(conf);
-	rmdir(dir);
+	conf_down(&d);
 }

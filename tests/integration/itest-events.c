@@ -22,48 +22,11 @@
 #define BOUND_S		30	/* "did not hang", not a timing claim */
 
 /* What a reader thread checks: len bytes at p all equal to v. */
-struct ev_check {
-	const unsigned char	*p;
-	size_t			 len;
-	unsigned char		 v;
-	size_t			 bad;
-	size_t			 first;
-};
-
-static void *
-ev_check_main(void *arg)
-{
-	struct ev_check	*c = arg;
-
-	c->bad = itest_count_not(c->p, c->len, c->v, &c->first);
-	return (NULL);
-}
-
 /* Check [p, p+len) reads v, in a thread that must finish in BOUND_S. */
 static void
 ev_expect(const void *p, size_t len, unsigned char v, const char *what)
 {
-	struct ev_check	 c = { p, len, v, 0, 0 };
-	struct timespec	 ts;
-	pthread_t	 t;
-
-	cr_assert_eq(pthread_create(&t, NULL, ev_check_main, &c), 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += BOUND_S;
-	if (pthread_timedjoin_np(t, NULL, &ts) != 0)
-		cr_assert_fail("%s: reading hung (a fault nobody served)",
-		    what);
-	cr_assert_eq(c.bad, 0, "%s: %zu bytes not 0x%02x, first at %zu",
-	    what, c.bad, v, c.first);
-}
-
-static void
-ev_register(struct hpz_region *r)
-{
-	int	error = hpz_register(r);
-
-	cr_assert_eq(error, 0, "hpz_register: %s (%s)", hpz_strerror(error),
-	    hpz_last_error());
+	itest_expect_bytes(p, len, v, BOUND_S, what);
 }
 
 /* Pages 0-1 data (0x11, 0x22), pages 2-3 garbage (were 0xee). */
@@ -74,7 +37,7 @@ ev_setup(struct hpz_region *r)
 	unsigned char		*p;
 
 	itest_create(r, 4 * PAGE, HPZ_PAGE_2M);
-	ev_register(r);
+	itest_register(r);
 	p = r->addr;
 	memset(p, 0xee, r->len);
 	sub = *r;

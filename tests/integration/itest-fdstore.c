@@ -193,9 +193,7 @@ fs_setup(struct fs *s)
 	cr_assert_not_null(mkdtemp(s->dir));
 	snprintf(s->sock, sizeof(s->sock), "%s/hpzerod.sock", s->dir);
 	snprintf(s->notify, sizeof(s->notify), "%s/notify", s->dir);
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", s->notify);
+	itest_sun(&sun, s->notify);
 	s->nfd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(s->nfd, 0);
 	cr_assert_eq(bind(s->nfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
@@ -574,6 +572,64 @@ fs_child_finish(struct fs_child *k)
 	close(k->go[1]);
 }
 
+/* A daemon with the fd store (conf: its settings, or NULL), ready. */
+static void
+fs_up(struct fs *s, const char *conf)
+{
+	fs_setup_logged(s, conf);
+	fs_start(s);
+	fs_until(s, 0, 1);
+	cr_assert(s->ready, "the first daemon sent no READY=1");
+}
+
+/* SIGKILL the daemon (its fd store stays), then start the next one. */
+static void
+fs_kill(struct fs *s)
+{
+	int	status;
+
+	kill(s->pid, SIGKILL);
+	cr_assert_eq(waitpid(s->pid, &status, 0), s->pid);
+	s->pid = 0;
+}
+
+static void
+fs_restart(struct fs *s, int want)
+{
+	fs_start(s);
+	fs_until(s, want, 1);
+	cr_assert(s->ready, "the restarted daemon sent no READY=1");
+}
+
+/* The client's verdict; once it is gone the store empties. */
+static void
+fs_down(struct fs *s, struct fs_child *k)
+{
+	fs_child_finish(k);
+	fs_until(s, 0, 0);
+	fs_teardown(s);
+}
+
+/* In a client: a reset of a succeeds, and a then reads zero. */
+static int
+fs_reset_clean(struct hpz_region *a, size_t len, const char *when)
+{
+	size_t	first;
+	int	error;
+
+	if ((error = hpz_reset(a)) != 0) {
+		fprintf(stderr, "fdstore client: reset %s: %d (%s)\n", when,
+		    error, hpz_last_error());
+		return (4);
+	}
+	if (itest_count_nonzero(a->addr, len, &first) != 0) {
+		fprintf(stderr, "fdstore client: stale byte at %zu (%s)\n",
+		    first, when);
+		return (1);
+	}
+	return (0);
+}
+
 /* Half data (page i holds fs_byte(i)), half reset to garbage. */
 static int
 fs_half_garbage(struct hpz_region *r, size_t len, unsigned int page)
@@ -664,21 +720,16 @@ Test(fdstore, corrupted_header_entry_dropped, .timeout = 120)
 	struct fs		s;
 	struct fs_child		k;
 	struct hpz_state_header	h;
-	int			sfd, status;
+	int			sfd;
 
 	itest_need_pages(2048, 8);
-	fs_setup_logged(&s, NULL);
-	fs_start(&s);
-	fs_until(&s, 0, 1);
-	cr_assert(s.ready, "the first daemon sent no READY=1");
+	fs_up(&s, NULL);
 	fs_child_start(&s, &k, fs_two_regions_client);
 	fs_until(&s, 8, 0);
 	cr_assert_eq(s.n, 8, "%d fds in the store, expected 8", s.n);
 	cr_assert(fs_has(&s, 1) && fs_has(&s, 2), "not regions 1 and 2");
 
-	kill(s.pid, SIGKILL);
-	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
-	s.pid = 0;
+	fs_kill(&s);
 	sfd = fs_fd(&s, 2, 's');
 	cr_assert_geq(sfd, 0);
 	cr_assert_eq(pread(sfd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
@@ -686,16 +737,12 @@ Test(fdstore, corrupted_header_entry_dropped, .timeout = 120)
 	h.offset += 1ULL << 40;
 	cr_assert_eq(pwrite(sfd, &h, sizeof(h), 0), (ssize_t)sizeof(h));
 
-	fs_start(&s);
-	fs_until(&s, 4, 1);
-	cr_assert(s.ready, "the restarted daemon sent no READY=1");
+	fs_restart(&s, 4);
 	cr_assert(fs_has(&s, 1), "the good region left the store");
 	cr_assert(!fs_has(&s, 2), "the bad entry is still in the store");
 	cr_assert(fs_logged(&s, "stored region 2: not taken back"),
 	    "no log line about the bad entry");
-	fs_child_finish(&k);
-	fs_until(&s, 0, 0);
-	fs_teardown(&s);
+	fs_down(&s, &k);
 }
 
 static int
@@ -729,20 +776,15 @@ Test(fdstore, grown_state_memfd_entry_dropped, .timeout = 120)
 	struct hpz_state_header	h;
 	struct stat		sb;
 	uint64_t		grown = 1ULL << 30;
-	int			sfd, ffd, status;
+	int			sfd, ffd;
 
 	itest_need_pages(2048, 4);
-	fs_setup_logged(&s, NULL);
-	fs_start(&s);
-	fs_until(&s, 0, 1);
-	cr_assert(s.ready);
+	fs_up(&s, NULL);
 	fs_child_start(&s, &k, fs_one_region_client);
 	fs_until(&s, 4, 0);
 	cr_assert_eq(s.n, 4);
 
-	kill(s.pid, SIGKILL);
-	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
-	s.pid = 0;
+	fs_kill(&s);
 	/* Region 900: a state grown to 1 GiB, and a file for it. */
 	sfd = memfd_create("hpz-state", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	ffd = memfd_create("hpz-grown-file", MFD_CLOEXEC);
@@ -760,9 +802,7 @@ Test(fdstore, grown_state_memfd_entry_dropped, .timeout = 120)
 	fs_add(&s, "hpz-r900-s", sfd);
 	fs_add(&s, "hpz-r900-f", ffd);
 
-	fs_start(&s);
-	fs_until(&s, 4, 1);
-	cr_assert(s.ready, "the restarted daemon sent no READY=1");
+	fs_restart(&s, 4);
 	cr_assert(!fs_has(&s, 900), "the grown entry is still in the store");
 	cr_assert(fs_has(&s, 1), "the real region left the store");
 	cr_assert(fs_logged(&s, "stored region 900: not taken back"),
@@ -772,11 +812,9 @@ Test(fdstore, grown_state_memfd_entry_dropped, .timeout = 120)
 	cr_assert_leq((uint64_t)sb.st_blocks * 512, 64 * 4096,
 	    "the daemon walked the grown state: %llu KiB of it allocated",
 	    (unsigned long long)sb.st_blocks / 2);
-	fs_child_finish(&k);
-	fs_until(&s, 0, 0);
 	close(sfd);
 	close(ffd);
-	fs_teardown(&s);
+	fs_down(&s, &k);
 }
 
 static int
@@ -784,8 +822,7 @@ fs_limits_client(int wfd, int rfd)
 {
 	struct hpz_region	a;
 	char			c;
-	size_t			first;
-	int			error;
+	int			rc;
 
 	/* 12 MiB of the uid's 16M. */
 	if (hpz_region_create(&a, 6 * FS_PAGE, HPZ_PAGE_2M) != 0 ||
@@ -798,15 +835,8 @@ fs_limits_client(int wfd, int rfd)
 	if (read(rfd, &c, 1) != 1)
 		return (3);
 	/* After the restart: the same region, counted once. */
-	if ((error = hpz_reset(&a)) != 0) {
-		fprintf(stderr, "fdstore client: reset after the restart: %d "
-		    "(%s)\n", error, hpz_last_error());
-		return (4);
-	}
-	if (itest_count_nonzero(a.addr, a.len, &first) != 0) {
-		fprintf(stderr, "fdstore client: stale byte at %zu\n", first);
-		return (1);
-	}
+	if ((rc = fs_reset_clean(&a, a.len, "after the restart")) != 0)
+		return (rc);
 	hpz_region_destroy(&a);
 	return (0);
 }
@@ -816,29 +846,26 @@ fs_limits_client(int wfd, int rfd)
  * region back from the fd store is the one the client registers again,
  * counted once, so the client's reset afterwards succeeds.
  */
-Test(fdstore, limits_kill_reset, .timeout = 120)
+/* Up, a client in, SIGKILL, the restart takes its region back, done. */
+static void
+fs_kill_restart(const char *conf, int (*client)(int, int))
 {
 	struct fs		s;
 	struct fs_child		k;
-	int			status;
 
-	itest_need_pages(2048, 6);
-	fs_setup_logged(&s, "[limits]\nbytes = 16M\n");
-	fs_start(&s);
-	fs_until(&s, 0, 1);
-	cr_assert(s.ready);
-	fs_child_start(&s, &k, fs_limits_client);
+	fs_up(&s, conf);
+	fs_child_start(&s, &k, client);
 	fs_until(&s, 4, 0);
 	cr_assert_eq(s.n, 4);
-	kill(s.pid, SIGKILL);
-	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
-	s.pid = 0;
-	fs_start(&s);
-	fs_until(&s, 4, 1);
-	cr_assert(s.ready);
-	fs_child_finish(&k);
-	fs_until(&s, 0, 0);
-	fs_teardown(&s);
+	fs_kill(&s);
+	fs_restart(&s, 4);
+	fs_down(&s, &k);
+}
+
+Test(fdstore, limits_kill_reset, .timeout = 120)
+{
+	itest_need_pages(2048, 6);
+	fs_kill_restart("[limits]\nbytes = 16M\n", fs_limits_client);
 }
 
 static int
@@ -848,7 +875,7 @@ fs_mremap_client(int wfd, int rfd)
 	void			*to;
 	char			 c;
 	size_t			 first, len = 512 * 4096;
-	int			 error;
+	int			 error, rc;
 
 	if (hpz_region_create(&a, len, HPZ_PAGE_SHMEM) != 0 ||
 	    hpz_register(&a) != 0)
@@ -859,27 +886,15 @@ fs_mremap_client(int wfd, int rfd)
 	    MREMAP_FIXED, to) != to)
 		return (3);
 	a.addr = to;
-	if ((error = hpz_reset(&a)) != 0) {
-		fprintf(stderr, "fdstore client: reset after mremap: %d (%s)\n",
-		    error, hpz_last_error());
-		return (4);
-	}
-	if (itest_count_nonzero(a.addr, len, &first) != 0)
-		return (1);
+	if ((rc = fs_reset_clean(&a, len, "after mremap")) != 0)
+		return (rc);
 	memset(a.addr, 0x42, len);
 	(void)write(wfd, "r", 1);
 	if (read(rfd, &c, 1) != 1)
 		return (3);
 	/* After the restart: taken back where it lies now. */
-	if ((error = hpz_reset(&a)) != 0) {
-		fprintf(stderr, "fdstore client: reset after the restart: %d "
-		    "(%s)\n", error, hpz_last_error());
-		return (4);
-	}
-	if (itest_count_nonzero(a.addr, len, &first) != 0) {
-		fprintf(stderr, "fdstore client: stale byte at %zu\n", first);
-		return (1);
-	}
+	if ((rc = fs_reset_clean(&a, len, "after the restart")) != 0)
+		return (rc);
 	memset(a.addr, 0x53, len);
 	if ((error = hpz_unregister(&a)) != 0) {
 		fprintf(stderr, "fdstore client: unregister: %d (%s)\n", error,
@@ -899,24 +914,5 @@ fs_mremap_client(int wfd, int rfd)
  */
 Test(fdstore, mremap_then_sigkill_restart, .timeout = 120)
 {
-	struct fs		s;
-	struct fs_child		k;
-	int			status;
-
-	fs_setup_logged(&s, NULL);
-	fs_start(&s);
-	fs_until(&s, 0, 1);
-	cr_assert(s.ready);
-	fs_child_start(&s, &k, fs_mremap_client);
-	fs_until(&s, 4, 0);
-	cr_assert_eq(s.n, 4);
-	kill(s.pid, SIGKILL);
-	cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
-	s.pid = 0;
-	fs_start(&s);
-	fs_until(&s, 4, 1);
-	cr_assert(s.ready);
-	fs_child_finish(&k);
-	fs_until(&s, 0, 0);
-	fs_teardown(&s);
+	fs_kill_restart(NULL, fs_mremap_client);
 }

@@ -48,24 +48,6 @@ struct hs_shared {
 	atomic_int	 attacks;	/* attacker iterations */
 };
 
-static uint64_t
-hs_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
-}
-
-static uint64_t
-hs_scaled(uint64_t ms)
-{
-	const char	*s = getenv("HPZ_WAIT_SCALE");
-	long		 k = s != NULL ? atol(s) : 1;
-
-	return (ms * (uint64_t)(k > 1 ? k : 1));
-}
-
 /* --- the honest client ---------------------------------------------------- */
 
 struct hs_touch {
@@ -144,7 +126,7 @@ hs_honest_main(struct hs_shared *sh)
 		if (hs_round(sh, &r) != 0)
 			_exit(1);
 		atomic_fetch_add(&sh->rounds, 1);
-		atomic_store(&sh->last_ms, hs_now_ms());
+		atomic_store(&sh->last_ms, itest_now_ms());
 	}
 	hpz_region_destroy(&r);
 	_exit(0);
@@ -489,19 +471,19 @@ hs_watch(struct hs_shared *sh, pid_t honest, uint64_t until, const char *when)
 	int		status;
 
 	for (;;) {
-		now = hs_now_ms();
+		now = itest_now_ms();
 		last = atomic_load(&sh->last_ms);
 		if (waitpid(honest, &status, WNOHANG) == honest)
 			cr_assert_fail("%s: the honest client exited (status 0x%x) "
 			    "after %d rounds: %s", when, status,
 			    atomic_load(&sh->rounds), sh->why);
-		if (now - last > hs_scaled(HS_BOUND_MS)) {
+		if (now - last > (HS_BOUND_MS * (uint64_t)itest_wait_scale())) {
 			hs_kill(honest);
 			cr_assert_fail("%s: the honest client completed no round "
 			    "for %llu ms (%d rounds so far; bound %llu ms)",
 			    when, (unsigned long long)(now - last),
 			    atomic_load(&sh->rounds),
-			    (unsigned long long)hs_scaled(HS_BOUND_MS));
+			    (unsigned long long)(HS_BOUND_MS * (uint64_t)itest_wait_scale()));
 		}
 		if (now >= until)
 			return;
@@ -528,7 +510,7 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	cr_assert_neq(sh, MAP_FAILED);
 	memset(sh, 0, sizeof(*sh));
-	t0 = hs_now_ms();
+	t0 = itest_now_ms();
 	atomic_store(&sh->last_ms, t0);
 
 	honest = fork();
@@ -547,14 +529,14 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 	hs_kill(hostile);
 	/* With the attacker gone, a round must still complete. */
 	hs_watch(sh, honest, 0, name);
-	t0 = hs_now_ms();
+	t0 = itest_now_ms();
 	while (atomic_load(&sh->rounds) < rounds + 1 &&
-	    hs_now_ms() - t0 < hs_scaled(HS_BOUND_MS))
+	    itest_now_ms() - t0 < (HS_BOUND_MS * (uint64_t)itest_wait_scale()))
 		usleep(50 * 1000);
 	atomic_store(&sh->stop, 1);
-	t0 = hs_now_ms();
+	t0 = itest_now_ms();
 	while (waitpid(honest, &status, WNOHANG) != honest) {
-		if (hs_now_ms() - t0 > hs_scaled(HS_BOUND_MS)) {
+		if (itest_now_ms() - t0 > (HS_BOUND_MS * (uint64_t)itest_wait_scale())) {
 			hs_kill(honest);
 			cr_assert_fail("%s: the honest client did not finish its "
 			    "last round after the attacker was killed", name);
@@ -581,13 +563,13 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 	cr_assert_eq(hs_daemon_start(daemon), start,
 	    "%s: pid %d is another process now", name, (int)daemon);
 	/* The attacker's regions go with its connection: let them go. */
-	t0 = hs_now_ms();
+	t0 = itest_now_ms();
 	do {
 		st = itest_status();
 		if (st.regions <= base.regions)
 			break;
 		usleep(50 * 1000);
-	} while (hs_now_ms() - t0 < hs_scaled(HS_BOUND_MS));
+	} while (itest_now_ms() - t0 < (HS_BOUND_MS * (uint64_t)itest_wait_scale()));
 	cr_assert_leq(st.regions, base.regions, "%s: the daemon still holds "
 	    "%llu regions of the clients that are gone", name,
 	    (unsigned long long)(st.regions - base.regions));
@@ -673,27 +655,27 @@ Test(attack, sigterm_stops_daemon_under_attack, .timeout = 180)
 			_exit(0);
 		}
 	}
-	t0 = hs_now_ms();
-	while (atomic_load(&sh->attacks) < 3 && hs_now_ms() - t0 < 5000)
+	t0 = itest_now_ms();
+	while (atomic_load(&sh->attacks) < 3 && itest_now_ms() - t0 < 5000)
 		usleep(20 * 1000);
 	usleep(500 * 1000);
 	kill(daemon, SIGTERM);
-	t0 = hs_now_ms();
+	t0 = itest_now_ms();
 	while (waitpid(daemon, &status, WNOHANG) != daemon) {
-		if (hs_now_ms() - t0 > hs_scaled(HS_BOUND_MS)) {
+		if (itest_now_ms() - t0 > (HS_BOUND_MS * (uint64_t)itest_wait_scale())) {
 			kill(daemon, SIGKILL);
 			waitpid(daemon, NULL, 0);
 			for (i = 0; i < 3; i++)
 				hs_kill(att[i]);
 			cr_assert_fail("hpzerod did not stop on SIGTERM in %llu "
 			    "ms while attacked (%d attacks)",
-			    (unsigned long long)hs_scaled(HS_BOUND_MS),
+			    (unsigned long long)(HS_BOUND_MS * (uint64_t)itest_wait_scale()),
 			    atomic_load(&sh->attacks));
 		}
 		usleep(20 * 1000);
 	}
 	cr_log_info("hpzerod stopped in %llu ms on SIGTERM",
-	    (unsigned long long)(hs_now_ms() - t0));
+	    (unsigned long long)(itest_now_ms() - t0));
 	for (i = 0; i < 3; i++)
 		hs_kill(att[i]);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,

@@ -146,15 +146,6 @@ pd_fini(void)
 
 TestSuite(pool, .fini = pd_fini);
 
-static int
-pd_scale(void)
-{
-	const char	*s = getenv("HPZ_WAIT_SCALE");
-	int		 v = s != NULL ? atoi(s) : 1;
-
-	return (v > 0 ? v : 1);
-}
-
 static void
 pd_write_conf(struct pd *d, const char *text)
 {
@@ -191,7 +182,7 @@ pd_run(struct pd *d)
 		_exit(121);
 	}
 	pd_pid = d->pid;
-	for (i = 0; i < 500 * pd_scale() && access(d->sock, F_OK) != 0; i++)
+	for (i = 0; i < 500 * itest_wait_scale() && access(d->sock, F_OK) != 0; i++)
 		usleep(10 * 1000);
 	cr_assert_eq(access(d->sock, F_OK), 0, "hpzerod did not come up");
 	setenv("HPZ_SOCKET", d->sock, 1);
@@ -279,7 +270,7 @@ pd_wait_ready(unsigned long long n)
 	struct hpz_pool_info	p;
 	int			i;
 
-	for (i = 0; i < 1000 * pd_scale(); i++) {
+	for (i = 0; i < 1000 * itest_wait_scale(); i++) {
 		p = pd_pool();
 		if (p.ready_pages == n)
 			return (p);
@@ -464,7 +455,7 @@ Test(pool, gives_pages_back_to_a_program_without_hpzerod)
 	 * and the pool must give 4 back.  Others on the machine may free
 	 * pages meanwhile: take those too, until the pool has given back.
 	 */
-	for (i = 0; i < 1000 * pd_scale(); i++) {
+	for (i = 0; i < 1000 * itest_wait_scale(); i++) {
 		p = pd_pool();
 		if (p.yielded_pages >= 4)
 			break;
@@ -488,7 +479,7 @@ Test(pool, gives_pages_back_to_a_program_without_hpzerod)
 	    "%llu, gave back %llu, the host has %ld free", p.ready_pages,
 	    p.yielded_pages, pd_host_avail());
 	/* 8 pages more: there only because the pool gave 4 of its back. */
-	for (i = 0; i < 1000 * pd_scale() && pb == MAP_FAILED; i++) {
+	for (i = 0; i < 1000 * itest_wait_scale() && pb == MAP_FAILED; i++) {
 		pb = mmap(NULL, 8 * PD_PAGE, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 		if (pb == MAP_FAILED)
@@ -524,7 +515,7 @@ Test(pool, stops_at_the_reserve)
 	    "reserve_2m = %ldM\n", (avail - 8) * 2);
 	pd_start(&d, conf);
 	p = pd_pool();
-	for (i = 0; i < 1000 * pd_scale() && same < 10; i++) {
+	for (i = 0; i < 1000 * itest_wait_scale() && same < 10; i++) {
 		usleep(20 * 1000);
 		q = pd_pool();
 		same = q.ready_pages == p.ready_pages && q.ready_pages > 0 ?
@@ -678,7 +669,7 @@ Test(pool, region_create_premap_rest_and_ways_out)
 	    HPZ_AHEAD_EAGER), 0, "%s", hpz_last_error());
 	cr_assert_eq(pd_pool().handout_pages, p0.handout_pages + 8);
 	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
-	for (i = 0; i < 1000 * pd_scale(); i++) {
+	for (i = 0; i < 1000 * itest_wait_scale(); i++) {
 		s1 = itest_status();
 		if (s1.bg_pages_populated - s0.bg_pages_populated >= 16)
 			break;

@@ -29,23 +29,9 @@
 #define RUN_LEN		(32 * MiB)	/* 16 huge pages */
 #define RUN_HUGE	(MFD_HUGETLB | MFD_HUGE_2MB)
 #define RUN_SELF	"@self"		/* argv word: this binary */
-#define RUN_OUT_MAX	32768
 #define RUN_TIMEOUT_S	120
 
 /* --- the child: runs under hpz-run, before criterion --------------------- */
-
-static int __attribute__((format(printf, 1, 2)))
-child_fail(const char *fmt, ...)
-{
-	va_list	ap;
-
-	fputs("child: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return (1);
-}
 
 static int
 child_memfd(size_t len, unsigned int flags)
@@ -62,18 +48,17 @@ child_memfd(size_t len, unsigned int flags)
 	return (fd);
 }
 
-/* Bytes of [p, p+len) that are not v; 0 if all are. */
+/* Every byte of [p, p+len) is v; written with w, every byte is w. */
 static int
-child_check(const void *p, size_t len, unsigned char v, const char *what)
+child_rewrite(void *p, size_t len, unsigned char v, unsigned char w,
+    const char *what)
 {
-	size_t	first, n;
+	int	rc;
 
-	n = itest_count_not(p, len, v, &first);
-	if (n != 0)
-		return (child_fail("%s: %zu bytes are not 0x%02x, first at "
-		    "offset %zu (0x%02x)", what, n, v, first,
-		    ((const unsigned char *)p)[first]));
-	return (0);
+	if ((rc = itest_child_check(p, len, v, what)) != 0)
+		return (rc);
+	memset(p, w, len);
+	return (itest_child_check(p, len, w, what));
 }
 
 /* Map, check every byte is v, write w, check w. */
@@ -86,11 +71,8 @@ child_use(int fd, size_t len, int flags, unsigned char v, unsigned char w,
 
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("%s: mmap: %s", what, strerror(errno)));
-	if ((rc = child_check(p, len, v, what)) == 0) {
-		memset(p, w, len);
-		rc = child_check(p, len, w, what);
-	}
+		return (itest_child_fail("%s: mmap: %s", what, strerror(errno)));
+	rc = child_rewrite(p, len, v, w, what);
 	munmap(p, len);
 	return (rc);
 }
@@ -100,18 +82,15 @@ static int
 child_fresh(void)
 {
 	unsigned char	*p;
-	int		 fd, rc;
+	int		 fd;
 
 	if ((fd = child_memfd(RUN_LEN, RUN_HUGE)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("mmap: %s", strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0, "first touch")) != 0)
-		return (rc);
-	memset(p, 0x5a, RUN_LEN);
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	/* Left mapped: the daemon drops the region when we exit. */
-	return (child_check(p, RUN_LEN, 0x5a, "written"));
+	return (child_rewrite(p, RUN_LEN, 0, 0x5a, "first touch"));
 }
 
 /* (b) A file the test filled: $HPZ_ITEST_EXPECT is what it must read. */
@@ -122,7 +101,7 @@ child_file(void)
 	const char	*expect = getenv("HPZ_ITEST_EXPECT");
 
 	if (fds == NULL || expect == NULL)
-		return (child_fail("HPZ_ITEST_FD or HPZ_ITEST_EXPECT unset"));
+		return (itest_child_fail("HPZ_ITEST_FD or HPZ_ITEST_EXPECT unset"));
 	return (child_use(atoi(fds), RUN_LEN, MAP_SHARED,
 	    (unsigned char)strtoul(expect, NULL, 16), 0x33, "file"));
 }
@@ -138,12 +117,12 @@ child_leave(void)
 	int		 fd, rc = 0;
 
 	if ((fd = child_memfd(RUN_LEN, RUN_HUGE)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	rc |= child_use(fd, RUN_LEN, MAP_PRIVATE, 0, 0x11, "private hugetlb");
 	p = mmap(NULL, RUN_LEN, PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("read-only mmap: %s", strerror(errno)));
-	rc |= child_check(p, RUN_LEN, 0, "read-only hugetlb");
+		return (itest_child_fail("read-only mmap: %s", strerror(errno)));
+	rc |= itest_child_check(p, RUN_LEN, 0, "read-only hugetlb");
 	munmap(p, RUN_LEN);
 	close(fd);
 	rc |= child_use(-1, RUN_LEN, MAP_SHARED | MAP_ANONYMOUS, 0, 0x22,
@@ -175,15 +154,15 @@ child_small(void)
 	int	fd, rc = 0;
 
 	if ((fd = child_memfd(1 * MiB, 0)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	rc |= child_use(fd, 1 * MiB, MAP_SHARED, 0, 0x55, "1 MiB shmem");
 	close(fd);
 	if ((fd = child_memfd(3 * MiB, 0)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	rc |= child_use(fd, 3 * MiB, MAP_SHARED, 0, 0x56, "3 MiB shmem");
 	close(fd);
 	if ((fd = child_memfd(2 * MiB, RUN_HUGE)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	rc |= child_use(fd, 2 * MiB, MAP_SHARED, 0, 0x57, "2 MiB hugetlb");
 	close(fd);
 	return (rc);
@@ -196,7 +175,7 @@ child_shmem(void)
 	int	fd, rc;
 
 	if ((fd = child_memfd(8 * MiB, 0)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	rc = child_use(fd, 8 * MiB, MAP_SHARED, 0, 0x66, "8 MiB shmem");
 	close(fd);
 	return (rc);
@@ -214,34 +193,33 @@ child_remap(void)
 	int		 fd, rc;
 
 	if ((fd = child_memfd(RUN_LEN, RUN_HUGE)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	/* register 1 */
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("mmap: %s", strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0, "first map")) != 0)
+		return (itest_child_fail("mmap: %s", strerror(errno)));
+	if ((rc = child_rewrite(p, RUN_LEN, 0, 0x77, "first map")) != 0)
 		return (rc);
-	memset(p, 0x77, RUN_LEN);
 	/* unregister 1 */
 	if (munmap(p, RUN_LEN) != 0)
-		return (child_fail("munmap: %s", strerror(errno)));
+		return (itest_child_fail("munmap: %s", strerror(errno)));
 
 	/* register 2 */
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("mmap again: %s", strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0x77, "mapped again")) != 0)
+		return (itest_child_fail("mmap again: %s", strerror(errno)));
+	if ((rc = itest_child_check(p, RUN_LEN, 0x77, "mapped again")) != 0)
 		return (rc);
 	/* A hole in the middle takes the whole region back: unregister 2. */
 	if (munmap(p + 2 * MiB, 2 * MiB) != 0)
-		return (child_fail("munmap of a piece: %s", strerror(errno)));
-	if ((rc = child_check(p, 2 * MiB, 0x77, "before the hole")) != 0 ||
-	    (rc = child_check(p + 4 * MiB, RUN_LEN - 4 * MiB, 0x77,
+		return (itest_child_fail("munmap of a piece: %s", strerror(errno)));
+	if ((rc = itest_child_check(p, 2 * MiB, 0x77, "before the hole")) != 0 ||
+	    (rc = itest_child_check(p + 4 * MiB, RUN_LEN - 4 * MiB, 0x77,
 	    "after the hole")) != 0)
 		return (rc);
 	/* A misaligned cut fails in the kernel and keeps everything. */
 	if (munmap(p + 4 * MiB + 4096, 4096) == 0 || errno != EINVAL)
-		return (child_fail("misaligned hugetlb munmap did not fail "
+		return (itest_child_fail("misaligned hugetlb munmap did not fail "
 		    "with EINVAL"));
 	munmap(p, 2 * MiB);
 	munmap(p + 4 * MiB, RUN_LEN - 4 * MiB);
@@ -249,29 +227,26 @@ child_remap(void)
 	/* register 3, then a MAP_FIXED over it: unregister 3, register 4 */
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("mmap a third time: %s", strerror(errno)));
+		return (itest_child_fail("mmap a third time: %s", strerror(errno)));
 	q = mmap(p, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 	    fd, 0);
 	if (q != p)
-		return (child_fail("MAP_FIXED over the region: %s",
+		return (itest_child_fail("MAP_FIXED over the region: %s",
 		    strerror(errno)));
-	if ((rc = child_check(p, RUN_LEN, 0x77, "mapped over")) != 0)
+	if ((rc = itest_child_check(p, RUN_LEN, 0x77, "mapped over")) != 0)
 		return (rc);
 
 	/* Moved elsewhere: unregister 4; the kernel serves the new place. */
 	resv = mmap(NULL, RUN_LEN + 2 * MiB, PROT_NONE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (resv == MAP_FAILED)
-		return (child_fail("reserve: %s", strerror(errno)));
+		return (itest_child_fail("reserve: %s", strerror(errno)));
 	a = ((uintptr_t)resv + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1);
 	t = mremap(p, RUN_LEN, RUN_LEN, MREMAP_MAYMOVE | MREMAP_FIXED,
 	    (void *)a);
 	if (t == MAP_FAILED)
-		return (child_fail("mremap: %s", strerror(errno)));
-	if ((rc = child_check(t, RUN_LEN, 0x77, "moved")) != 0)
-		return (rc);
-	memset(t, 0x78, RUN_LEN);
-	return (child_check(t, RUN_LEN, 0x78, "moved and written"));
+		return (itest_child_fail("mremap: %s", strerror(errno)));
+	return (child_rewrite(t, RUN_LEN, 0x77, 0x78, "moved"));
 }
 
 /* No daemon: two mappings hpz-run would register; one warning. */
@@ -282,7 +257,7 @@ child_nodaemon(void)
 
 	for (i = 0; i < 2; i++) {
 		if ((fd = child_memfd(8 * MiB, 0)) == -1)
-			return (child_fail("memfd: %s", strerror(errno)));
+			return (itest_child_fail("memfd: %s", strerror(errno)));
 		rc |= child_use(fd, 8 * MiB, MAP_SHARED, 0, 0x12, "shmem");
 		close(fd);
 	}
@@ -299,32 +274,32 @@ child_libhpz(void)
 
 	/* hpz_region_create maps inside libhpz: left to the caller. */
 	if ((error = hpz_region_create(&r, RUN_LEN, HPZ_PAGE_2M)) != 0)
-		return (child_fail("hpz_region_create: %s",
+		return (itest_child_fail("hpz_region_create: %s",
 		    hpz_last_error()));
 	if ((error = hpz_register(&r)) != 0)
-		return (child_fail("hpz_register of a created region: %s",
+		return (itest_child_fail("hpz_register of a created region: %s",
 		    hpz_last_error()));
-	if ((rc = child_check(r.addr, RUN_LEN, 0, "created region")) != 0)
+	if ((rc = itest_child_check(r.addr, RUN_LEN, 0, "created region")) != 0)
 		return (rc);
 	hpz_region_destroy(&r);
 
 	/* Its own mmap, registered by hpz-run first, then by itself. */
 	if ((fd = child_memfd(RUN_LEN, RUN_HUGE)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	memset(&r, 0, sizeof(r));
 	r.addr = p;
 	r.len = RUN_LEN;
 	r.fd = fd;
 	if ((error = hpz_register(&r)) != 0)
-		return (child_fail("hpz_register of its own mapping: %s (%s)",
+		return (itest_child_fail("hpz_register of its own mapping: %s (%s)",
 		    hpz_strerror(error), hpz_last_error()));
-	if ((rc = child_check(p, RUN_LEN, 0, "own mapping")) != 0)
+	if ((rc = itest_child_check(p, RUN_LEN, 0, "own mapping")) != 0)
 		return (rc);
 	if ((error = hpz_unregister(&r)) != 0)
-		return (child_fail("hpz_unregister: %s", hpz_last_error()));
+		return (itest_child_fail("hpz_unregister: %s", hpz_last_error()));
 	munmap(p, RUN_LEN);
 	close(fd);
 	return (0);
@@ -339,13 +314,13 @@ child_fork(void)
 	int		 fd, st, rc;
 
 	if ((fd = child_memfd(RUN_LEN, RUN_HUGE)) == -1)
-		return (child_fail("memfd: %s", strerror(errno)));
+		return (itest_child_fail("memfd: %s", strerror(errno)));
 	p = mmap(NULL, RUN_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (child_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	memset(p, 0x21, RUN_LEN);
 	if ((pid = fork()) == -1)
-		return (child_fail("fork: %s", strerror(errno)));
+		return (itest_child_fail("fork: %s", strerror(errno)));
 	if (pid == 0) {
 		/*
 		 * The parent's range is not ours (MADV_DONTFORK): unmapping
@@ -354,14 +329,14 @@ child_fork(void)
 		munmap(p, RUN_LEN);
 		close(fd);
 		if ((fd = child_memfd(RUN_LEN, RUN_HUGE)) == -1)
-			_exit(child_fail("memfd: %s", strerror(errno)));
+			_exit(itest_child_fail("memfd: %s", strerror(errno)));
 		_exit(child_use(fd, RUN_LEN, MAP_SHARED, 0, 0x22,
 		    "forked child"));
 	}
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 	    WEXITSTATUS(st) != 0)
-		return (child_fail("forked child failed (status 0x%x)", st));
-	if ((rc = child_check(p, RUN_LEN, 0x21, "parent after fork")) != 0)
+		return (itest_child_fail("forked child failed (status 0x%x)", st));
+	if ((rc = itest_child_check(p, RUN_LEN, 0x21, "parent after fork")) != 0)
 		return (rc);
 	return (0);
 }
@@ -395,16 +370,10 @@ child_main(void)
 			_exit(modes[i].fn());
 		}
 	}
-	_exit(child_fail("unknown mode %s", mode));
+	_exit(itest_child_fail("unknown mode %s", mode));
 }
 
 /* --- the test: runs hpz-run and reads the daemon ------------------------ */
-
-struct run_out {
-	int	 status;		/* from waitpid */
-	size_t	 len;
-	char	 text[RUN_OUT_MAX];	/* stdout and stderr */
-};
 
 static const char *
 run_builddir(void)
@@ -421,27 +390,16 @@ run_builddir(void)
  * its output and status.
  */
 static void
-run_exec(struct run_out *o, const char *const *env, const char *const *args)
+run_exec(struct itest_out *o, const char *const *env, const char *const *args)
 {
 	const char	*argv[32];
-	char		 self[PATH_MAX], hpzrun[PATH_MAX], preload[PATH_MAX];
-	char		 libs[PATH_MAX * 2];
-	const char	*dir = run_builddir(), *old;
-	struct pollfd	 pfd;
-	time_t		 deadline;
-	ssize_t		 n, sl;
+	char		 self[PATH_MAX], hpzrun[PATH_MAX];
+	const char	*dir = run_builddir();
 	pid_t		 pid;
-	int		 pipefd[2], i, killed = 0;
+	int		 pipefd[2], i;
 
-	sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	cr_assert_gt(sl, 0, "readlink /proc/self/exe: %s", strerror(errno));
-	self[sl] = '\0';
+	itest_self(self, sizeof(self));
 	snprintf(hpzrun, sizeof(hpzrun), "%s/client/hpz-run", dir);
-	snprintf(preload, sizeof(preload),
-	    "%s/client/.libs/libhpz-preload.so", dir);
-	old = getenv("LD_LIBRARY_PATH");
-	snprintf(libs, sizeof(libs), "%s/lib/.libs%s%s", dir,
-	    old != NULL ? ":" : "", old != NULL ? old : "");
 	argv[0] = hpzrun;
 	for (i = 0; args[i] != NULL && i < 30; i++)
 		argv[i + 1] = strcmp(args[i], RUN_SELF) == 0 ? self : args[i];
@@ -459,13 +417,7 @@ run_exec(struct run_out *o, const char *const *env, const char *const *args)
 		unsetenv("HPZ_RUN_FLAGS");
 		unsetenv("HPZ_RUN_VERBOSE");
 		unsetenv("HPZ_ITEST_CHILD");
-		setenv("HPZ_PRELOAD", preload, 1);
-		setenv("LD_LIBRARY_PATH", libs, 1);
-		/* --enable-asan: the preload library precedes the runtime. */
-		old = getenv("ASAN_OPTIONS");
-		snprintf(libs, sizeof(libs), "%s%sverify_asan_link_order=0",
-		    old != NULL ? old : "", old != NULL ? ":" : "");
-		setenv("ASAN_OPTIONS", libs, 1);
+		itest_hpzrun_env(dir);
 		for (i = 0; env != NULL && env[i] != NULL; i++) {
 			const char	*eq = strchr(env[i], '=');
 			char		 name[64];
@@ -483,39 +435,12 @@ run_exec(struct run_out *o, const char *const *env, const char *const *args)
 		_exit(99);
 	}
 	close(pipefd[1]);
-	o->len = 0;
-	deadline = time(NULL) + RUN_TIMEOUT_S;
-	pfd.fd = pipefd[0];
-	pfd.events = POLLIN;
-	for (;;) {
-		if (time(NULL) > deadline && !killed) {
-			kill(pid, SIGKILL);
-			killed = 1;
-		}
-		if (poll(&pfd, 1, 1000) <= 0)
-			continue;
-		if (o->len < sizeof(o->text) - 1)
-			n = read(pipefd[0], o->text + o->len,
-			    sizeof(o->text) - 1 - o->len);
-		else
-			n = read(pipefd[0], libs, sizeof(libs));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (o->len < sizeof(o->text) - 1)
-			o->len += (size_t)n;
-	}
-	o->text[o->len] = '\0';
-	close(pipefd[0]);
-	cr_assert_eq(waitpid(pid, &o->status, 0), pid);
-	cr_assert(!killed, "hpz-run ran over %d s; output:\n%s", RUN_TIMEOUT_S,
-	    o->text);
+	itest_collect(o, pipefd[0], pid, RUN_TIMEOUT_S, "hpz-run");
 }
 
 /* Run this binary in mode under hpz-run with opts; it must succeed. */
 static void
-run_child(struct run_out *o, const char *mode, const char *const *env,
+run_child(struct itest_out *o, const char *mode, const char *const *env,
     const char *const *opts)
 {
 	const char	*args[32], *e[16];
@@ -540,7 +465,7 @@ run_child(struct run_out *o, const char *mode, const char *const *env,
 
 /* Lines of the output that hold needle. */
 static int
-run_lines(const struct run_out *o, const char *needle)
+run_lines(const struct itest_out *o, const char *needle)
 {
 	const char	*line = o->text, *nl;
 	char		 buf[1024];
@@ -610,201 +535,210 @@ run_assert_file(int fd, unsigned char v)
 	munmap(p, RUN_LEN);
 }
 
-Test(run, fresh_hugetlb_memfd_is_served)
-{
-	const char *const	opts[] = { "-v", "-m", "2M", NULL };
+/* A program's run under hpz-run, and the daemon's counters around it. */
+struct run_case {
+	struct itest_out		o;
 	struct hpz_status	before, st;
-	struct run_out		o;
+};
 
-	itest_need_pages(2048, 16);
-	before = itest_status();
-	run_child(&o, "fresh", NULL, opts);
-	cr_assert_eq(run_lines(&o, "] registered 32 MiB"), 1,
-	    "expected one registration:\n%s", o.text);
-	st = itest_status();
-	cr_assert_eq(st.registers - before.registers, 1);
-	/* No garbage: the kernel serves them, no round trip through us. */
-	cr_assert_eq(st.faults - before.faults, 0, "the daemon served %llu "
-	    "faults of 16 fresh pages: they are the kernel's",
-	    st.faults - before.faults);
-	cr_assert_geq(st.intercept_off - before.intercept_off, 1);
-	run_settled(&before);
+/*
+ * Run mode under hpz-run with opts, once the pool has pages 2 MiB pages
+ * free (0: none needed); the counters before and right after.
+ */
+static void
+run_observe(struct run_case *c, const char *mode, const char *const *env,
+    const char *const *opts, long pages)
+{
+	if (pages > 0)
+		itest_need_pages(2048, pages);
+	c->before = itest_status();
+	run_child(&c->o, mode, env, opts);
+	c->st = itest_status();
 }
 
-Test(run, discard_reads_zero_over_old_contents)
+/* Exactly n lines of the output hold needle. */
+static void
+run_expect_lines(const struct itest_out *o, const char *needle, int n)
 {
-	const char *const	opts[] = { "-f", "discard", "-m", "2M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
-	char			fdenv[32];
-	const char		*env[] = { fdenv, "HPZ_ITEST_EXPECT=00", NULL };
-	int			fd;
+	int	got = run_lines(o, needle);
 
-	fd = run_filled_memfd(0xa5);
+	cr_assert_eq(got, n, "%d lines hold \"%s\", wanted %d; output:\n%s",
+	    got, needle, n, o->text);
+}
+
+/* A counter moved by n during the run (0: it did not move). */
+#define RUN_MOVED(c, field, n) cr_assert_eq((c).st.field -		\
+	(c).before.field, (unsigned long long)(n), "%s moved by %llu, "	\
+	"wanted %llu", #field, (c).st.field - (c).before.field,		\
+	(unsigned long long)(n))
+
+/*
+ * A program given the file fd (filled with fill) that expects to read
+ * expect in it, then writes 0x33 there.  That write must reach the file.
+ */
+static void
+run_file(struct run_case *c, unsigned char fill, unsigned char expect,
+    const char *const *opts, int settle)
+{
+	char		 fdenv[32], expenv[32];
+	const char	*env[] = { fdenv, expenv, NULL };
+	int		 fd;
+
+	fd = run_filled_memfd(fill);
 	snprintf(fdenv, sizeof(fdenv), "HPZ_ITEST_FD=%d", fd);
-	before = itest_status();
-	run_child(&o, "file", env, opts);
-	st = itest_status_faults(&before, 1);
-	cr_assert_eq(st.registers - before.registers, 1);
-	cr_assert_gt(st.faults - before.faults +
-	    (st.bg_pages_premapped - before.bg_pages_premapped), 0);
-	cr_assert_geq(st.pages_cleared - before.pages_cleared +
-	    st.bg_pages_cleared - before.bg_pages_cleared, 16,
-	    "16 pages of garbage, %llu cleared on fault, %llu in the "
-	    "background", st.pages_cleared - before.pages_cleared,
-	    st.bg_pages_cleared - before.bg_pages_cleared);
-	run_settled(&before);
+	snprintf(expenv, sizeof(expenv), "HPZ_ITEST_EXPECT=%02x", expect);
+	c->before = itest_status();
+	run_child(&c->o, "file", env, opts);
+	c->st = settle ? itest_status_faults(&c->before, 1) : itest_status();
+	RUN_MOVED(*c, registers, 1);
+	run_settled(&c->before);
 	/* What the child wrote went to the file: it was really mapped. */
 	run_assert_file(fd, 0x33);
 	close(fd);
 }
 
+Test(run, fresh_hugetlb_memfd_is_served)
+{
+	const char *const	opts[] = { "-v", "-m", "2M", NULL };
+	struct run_case		c;
+
+	run_observe(&c, "fresh", NULL, opts, 16);
+	run_expect_lines(&c.o, "] registered 32 MiB", 1);
+	RUN_MOVED(c, registers, 1);
+	/* No garbage: the kernel serves them, no round trip through us. */
+	cr_assert_eq(c.st.faults - c.before.faults, 0, "the daemon served "
+	    "%llu faults of 16 fresh pages: they are the kernel's",
+	    c.st.faults - c.before.faults);
+	cr_assert_geq(c.st.intercept_off - c.before.intercept_off, 1);
+	run_settled(&c.before);
+}
+
+Test(run, discard_reads_zero_over_old_contents)
+{
+	const char *const	opts[] = { "-f", "discard", "-m", "2M", NULL };
+	struct run_case		c;
+
+	run_file(&c, 0xa5, 0x00, opts, 1);
+	cr_assert_gt(c.st.faults - c.before.faults +
+	    (c.st.bg_pages_premapped - c.before.bg_pages_premapped), 0);
+	cr_assert_geq(c.st.pages_cleared - c.before.pages_cleared +
+	    c.st.bg_pages_cleared - c.before.bg_pages_cleared, 16,
+	    "16 pages of garbage, %llu cleared on fault, %llu in the "
+	    "background", c.st.pages_cleared - c.before.pages_cleared,
+	    c.st.bg_pages_cleared - c.before.bg_pages_cleared);
+}
+
 Test(run, contents_kept_without_discard)
 {
 	const char *const	opts[] = { "-m", "2M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
-	char			fdenv[32];
-	const char		*env[] = { fdenv, "HPZ_ITEST_EXPECT=a5", NULL };
-	int			fd;
+	struct run_case		c;
 
-	fd = run_filled_memfd(0xa5);
-	snprintf(fdenv, sizeof(fdenv), "HPZ_ITEST_FD=%d", fd);
-	before = itest_status();
-	run_child(&o, "file", env, opts);
-	st = itest_status();
-	cr_assert_eq(st.registers - before.registers, 1);
+	run_file(&c, 0xa5, 0xa5, opts, 0);
 	/* Data, no garbage: the kernel maps the file's pages itself. */
-	cr_assert_eq(st.faults - before.faults, 0,
+	cr_assert_eq(c.st.faults - c.before.faults, 0,
 	    "%llu faults for 16 data pages: they are the kernel's",
-	    st.faults - before.faults);
-	cr_assert_eq(st.pages_cleared, before.pages_cleared,
+	    c.st.faults - c.before.faults);
+	cr_assert_eq(c.st.pages_cleared, c.before.pages_cleared,
 	    "data pages were cleared");
-	run_settled(&before);
-	run_assert_file(fd, 0x33);
-	close(fd);
+}
+
+/* Mappings hpz-run must leave alone: nothing registered, nothing said. */
+static void
+run_left_alone(const char *mode, const char *min, long pages)
+{
+	const char *const	opts[] = { "-v", "-m", min, NULL };
+	struct run_case		c;
+
+	run_observe(&c, mode, NULL, opts, pages);
+	run_expect_lines(&c.o, "hpz-run", 0);
+	RUN_MOVED(c, registers, 0);
+	RUN_MOVED(c, faults, 0);
+	RUN_MOVED(c, requests_rejected, 0);
 }
 
 Test(run, private_anonymous_and_readonly_left_alone)
 {
-	const char *const	opts[] = { "-v", "-m", "2M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
-
-	itest_need_pages(2048, 32);
-	before = itest_status();
-	run_child(&o, "leave", NULL, opts);
-	st = itest_status();
-	cr_assert_eq(run_lines(&o, "hpz-run"), 0, "unexpected:\n%s", o.text);
-	cr_assert_eq(st.registers, before.registers);
-	cr_assert_eq(st.faults, before.faults);
-	cr_assert_eq(st.requests_rejected, before.requests_rejected);
+	run_left_alone("leave", "2M", 32);
 }
 
 Test(run, small_mappings_left_alone)
 {
-	const char *const	opts[] = { "-v", "-m", "4M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
-
-	itest_need_pages(2048, 1);
-	before = itest_status();
-	run_child(&o, "small", NULL, opts);
-	st = itest_status();
-	cr_assert_eq(run_lines(&o, "hpz-run"), 0, "unexpected:\n%s", o.text);
-	cr_assert_eq(st.registers, before.registers);
-	cr_assert_eq(st.faults, before.faults);
+	run_left_alone("small", "4M", 1);
 }
 
 Test(run, shmem_above_minimum_is_served)
 {
 	const char *const	opts[] = { "-v", "-m", "4M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
+	struct run_case		c;
 
-	before = itest_status();
-	run_child(&o, "shmem", NULL, opts);
-	cr_assert_eq(run_lines(&o, "] registered 8 MiB"), 1, "%s", o.text);
-	cr_assert_eq(run_lines(&o, "4 KiB pages"), 1, "%s", o.text);
-	st = itest_status();
-	cr_assert_eq(st.registers - before.registers, 1);
-	cr_assert_eq(st.faults - before.faults, 0, "fresh shmem: the kernel's");
-	cr_assert_geq(st.intercept_off - before.intercept_off, 1);
-	run_settled(&before);
+	run_observe(&c, "shmem", NULL, opts, 0);
+	run_expect_lines(&c.o, "] registered 8 MiB", 1);
+	run_expect_lines(&c.o, "4 KiB pages", 1);
+	RUN_MOVED(c, registers, 1);
+	cr_assert_eq(c.st.faults - c.before.faults, 0,
+	    "fresh shmem: the kernel's");
+	cr_assert_geq(c.st.intercept_off - c.before.intercept_off, 1);
+	run_settled(&c.before);
 }
 
 Test(run, unmap_map_again_map_over_and_move)
 {
 	const char *const	opts[] = { "-v", "-m", "2M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
+	struct run_case		c;
 
-	itest_need_pages(2048, 16);
-	before = itest_status();
-	run_child(&o, "remap", NULL, opts);
-	st = itest_status();
-	cr_assert_eq(run_lines(&o, "] registered"), 4, "%s", o.text);
-	cr_assert_eq(run_lines(&o, "] unregistered"), 4, "%s", o.text);
-	cr_assert_eq(run_lines(&o, "cannot"), 0, "%s", o.text);
-	cr_assert_eq(st.registers - before.registers, 4);
-	cr_assert_eq(st.unregisters - before.unregisters, 4);
+	run_observe(&c, "remap", NULL, opts, 16);
+	run_expect_lines(&c.o, "] registered", 4);
+	run_expect_lines(&c.o, "] unregistered", 4);
+	run_expect_lines(&c.o, "cannot", 0);
+	RUN_MOVED(c, registers, 4);
+	RUN_MOVED(c, unregisters, 4);
 	/* Nothing garbage: every fault is the kernel's, moves followed. */
-	cr_assert_eq(st.faults - before.faults, 0);
-	cr_assert_geq(st.intercept_off - before.intercept_off, 1);
-	run_settled(&before);
+	RUN_MOVED(c, faults, 0);
+	cr_assert_geq(c.st.intercept_off - c.before.intercept_off, 1);
+	run_settled(&c.before);
 }
 
 Test(run, unreachable_daemon_warns_once)
 {
 	const char *const	opts[] = { "-s", "/nonexistent/hpzerod.sock",
 	    "-m", "4M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
+	struct run_case		c;
 
-	before = itest_status();
-	run_child(&o, "nodaemon", NULL, opts);
-	st = itest_status();
-	cr_assert_eq(run_lines(&o, "hpz-run"), 1, "%s", o.text);
-	cr_assert_eq(run_lines(&o, "hpz-run: hpzerod not reachable at "
-	    "/nonexistent/hpzerod.sock: "), 1, "%s", o.text);
-	cr_assert_eq(run_lines(&o, "; running without it"), 1, "%s", o.text);
-	cr_assert_eq(st.registers, before.registers);
+	run_observe(&c, "nodaemon", NULL, opts, 0);
+	run_expect_lines(&c.o, "hpz-run", 1);
+	run_expect_lines(&c.o, "hpz-run: hpzerod not reachable at "
+	    "/nonexistent/hpzerod.sock: ", 1);
+	run_expect_lines(&c.o, "; running without it", 1);
+	RUN_MOVED(c, registers, 0);
 }
 
 Test(run, libhpz_client_is_not_disturbed)
 {
 	const char *const	opts[] = { "-v", "-m", "2M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
+	struct run_case		c;
 
-	itest_need_pages(2048, 16);
-	before = itest_status();
-	run_child(&o, "libhpz", NULL, opts);
-	st = itest_status();
+	run_observe(&c, "libhpz", NULL, opts, 16);
 	/* Only its own mmap was ours, and only until it registered it. */
-	cr_assert_eq(run_lines(&o, "] registered"), 1, "%s", o.text);
-	cr_assert_eq(run_lines(&o, "] unregistered"), 1, "%s", o.text);
-	cr_assert_eq(st.registers - before.registers, 3);
-	cr_assert_eq(st.unregisters - before.unregisters, 3);
-	cr_assert_eq(st.requests_rejected, before.requests_rejected);
-	run_settled(&before);
+	run_expect_lines(&c.o, "] registered", 1);
+	run_expect_lines(&c.o, "] unregistered", 1);
+	RUN_MOVED(c, registers, 3);
+	RUN_MOVED(c, unregisters, 3);
+	RUN_MOVED(c, requests_rejected, 0);
+	run_settled(&c.before);
 }
 
 Test(run, forked_child_registers_its_own)
 {
 	const char *const	opts[] = { "-v", "-m", "2M", NULL };
-	struct hpz_status	before, st;
-	struct run_out		o;
+	struct run_case		c;
 
-	itest_need_pages(2048, 32);
-	before = itest_status();
-	run_child(&o, "fork", NULL, opts);
-	st = itest_status_faults(&before, 32);
-	cr_assert_eq(run_lines(&o, "] registered"), 2, "%s", o.text);
-	cr_assert_eq(run_lines(&o, "cannot"), 0, "%s", o.text);
-	cr_assert_eq(st.registers - before.registers, 2);
-	cr_assert_eq(st.requests_rejected, before.requests_rejected);
-	run_settled(&before);
+	run_observe(&c, "fork", NULL, opts, 32);
+	c.st = itest_status_faults(&c.before, 32);
+	run_expect_lines(&c.o, "] registered", 2);
+	run_expect_lines(&c.o, "cannot", 0);
+	RUN_MOVED(c, registers, 2);
+	RUN_MOVED(c, requests_rejected, 0);
+	run_settled(&c.before);
 }
 
 /* Whether prog is on $PATH. */
@@ -845,7 +779,7 @@ Test(run, qemu_guest_ram_is_registered)
 	    "share=off -machine pc,memory-backend=m -nodefaults -S "
 	    "-monitor stdio -display none -serial none", NULL };
 	struct hpz_status	before, st;
-	struct run_out		o;
+	struct itest_out		o;
 
 	if (!run_have("qemu-system-x86_64"))
 		cr_skip_test("qemu-system-x86_64 is not installed");
@@ -889,7 +823,7 @@ Test(run, command_line)
 	char			pre[PATH_MAX * 2];
 	const char *const	keep[] = { pre, NULL };
 	int			n;
-	struct run_out		o;
+	struct itest_out		o;
 
 #define RUN_EXIT(o, code) cr_assert(WIFEXITED((o).status) &&		\
 	WEXITSTATUS((o).status) == (code), "status 0x%x, wanted exit %d:\n%s",\

@@ -51,36 +51,9 @@
 #define OLD		0xee		/* the last guest's bytes: garbage */
 #define CHILD_ALARM_S	60		/* "did not hang" */
 #define RUN_TIMEOUT_S	120
-#define RUN_OUT_MAX	32768
 #define SELECT_FD	5		/* the fd hpz-run -F gets */
 
 /* --- the child: runs under hpz-run, before criterion --------------------- */
-
-static int __attribute__((format(printf, 1, 2)))
-vchild_fail(const char *fmt, ...)
-{
-	va_list	ap;
-
-	fputs("child: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return (1);
-}
-
-static int
-vchild_check(const void *p, size_t len, unsigned char v, const char *what)
-{
-	size_t	first, n;
-
-	n = itest_count_not(p, len, v, &first);
-	if (n != 0)
-		return (vchild_fail("%s: %zu bytes are not 0x%02x, first at "
-		    "offset %zu (0x%02x)", what, n, v, first,
-		    ((const unsigned char *)p)[first]));
-	return (0);
-}
 
 /* Is a region of this process listed by the daemon at addr? */
 static int
@@ -184,52 +157,52 @@ vchild_postcopy(void)
 	int			 fd, rc = 0;
 
 	if ((p = vchild_map(&fd)) == NULL)
-		return (vchild_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	if (vchild_listed(p) != 1)
-		return (vchild_fail("hpz-run did not register the map"));
+		return (itest_child_fail("hpz-run did not register the map"));
 	memset(p, 0x11, PAGE);
-	if ((rc = vchild_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
+	if ((rc = itest_child_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
 		return (rc);
 
 	if ((s.uffd = vchild_uffd(UFFD_FEATURE_MISSING_HUGETLBFS)) < 0)
-		return (vchild_fail("own uffd: %s", strerror(errno)));
+		return (itest_child_fail("own uffd: %s", strerror(errno)));
 	memset(&reg, 0, sizeof(reg));
 	reg.range.start = (uintptr_t)p;
 	reg.range.len = LEN;
 	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
 	if (ioctl(s.uffd, UFFDIO_REGISTER, &reg) == -1)
-		return (vchild_fail("own UFFDIO_REGISTER: %s", strerror(errno)));
+		return (itest_child_fail("own UFFDIO_REGISTER: %s", strerror(errno)));
 	if (vchild_listed(p) != 0)
-		return (vchild_fail("the daemon still lists the range"));
+		return (itest_child_fail("the daemon still lists the range"));
 	s.src = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (s.src == MAP_FAILED)
-		return (vchild_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	memset(s.src, 0x5c, PAGE);
 	if (pthread_create(&t, NULL, vchild_serve, &s) != 0)
-		return (vchild_fail("pthread_create"));
+		return (itest_child_fail("pthread_create"));
 
-	rc |= vchild_check(p, PAGE, 0x11, "data page 0, own uffd");
-	rc |= vchild_check(p + PAGE, PAGE, 0, "cleared page 1, own uffd");
-	rc |= vchild_check(p + 2 * PAGE, PAGE, 0x5c, "garbage page 2, own uffd");
+	rc |= itest_child_check(p, PAGE, 0x11, "data page 0, own uffd");
+	rc |= itest_child_check(p + PAGE, PAGE, 0, "cleared page 1, own uffd");
+	rc |= itest_child_check(p + 2 * PAGE, PAGE, 0x5c, "garbage page 2, own uffd");
 	if (__atomic_load_n(&s.faults, __ATOMIC_ACQUIRE) < 1)
-		rc |= vchild_fail("the child's own handler served no fault");
+		rc |= itest_child_fail("the child's own handler served no fault");
 
 	range.start = (uintptr_t)p;
 	range.len = LEN;
 	if (ioctl(s.uffd, UFFDIO_UNREGISTER, &range) == -1)
-		return (vchild_fail("own UFFDIO_UNREGISTER: %s",
+		return (itest_child_fail("own UFFDIO_UNREGISTER: %s",
 		    strerror(errno)));
 	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	close(s.uffd);
 	if (vchild_listed(p) != 1)
-		return (vchild_fail("not registered again after the "
+		return (itest_child_fail("not registered again after the "
 		    "program's UFFDIO_UNREGISTER"));
 	/* Served by the daemon again: data kept, the rest zero. */
-	rc |= vchild_check(p, PAGE, 0x11, "data page 0, taken back");
-	rc |= vchild_check(p + 2 * PAGE, PAGE, 0x5c, "page 2, taken back");
-	rc |= vchild_check(p + 3 * PAGE, (NPAGES - 3) * PAGE, 0,
+	rc |= itest_child_check(p, PAGE, 0x11, "data page 0, taken back");
+	rc |= itest_child_check(p + 2 * PAGE, PAGE, 0x5c, "page 2, taken back");
+	rc |= itest_child_check(p + 3 * PAGE, (NPAGES - 3) * PAGE, 0,
 	    "garbage pages 3-7, taken back");
 	printf("child: own handler served %d faults\n", s.faults);
 	return (rc);
@@ -249,7 +222,7 @@ vchild_wpprobe(void)
 	int			 fd, uffd, round, rc = 0;
 
 	if ((p = vchild_map(&fd)) == NULL)
-		return (vchild_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	memset(p, 0x22, PAGE);
 	for (round = 0; round < 2; round++) {
 		uffd = vchild_uffd(UFFD_FEATURE_PAGEFAULT_FLAG_WP);
@@ -258,7 +231,7 @@ vchild_wpprobe(void)
 			return (77);
 		}
 		if (uffd < 0)
-			return (vchild_fail("own uffd: %s", strerror(errno)));
+			return (itest_child_fail("own uffd: %s", strerror(errno)));
 		memset(&reg, 0, sizeof(reg));
 		reg.range.start = (uintptr_t)p;
 		reg.range.len = LEN;
@@ -269,24 +242,24 @@ vchild_wpprobe(void)
 				    "hugetlb shared memory here\n");
 				return (77);
 			}
-			return (vchild_fail("WP UFFDIO_REGISTER: %s",
+			return (itest_child_fail("WP UFFDIO_REGISTER: %s",
 			    strerror(errno)));
 		}
 		if (round == 1) {
 			range.start = (uintptr_t)p;
 			range.len = LEN;
 			if (ioctl(uffd, UFFDIO_UNREGISTER, &range) == -1)
-				return (vchild_fail("UFFDIO_UNREGISTER: %s",
+				return (itest_child_fail("UFFDIO_UNREGISTER: %s",
 				    strerror(errno)));
 		}
 		close(uffd);
 		if (vchild_listed(p) != 1)
-			return (vchild_fail("round %d: not registered again "
+			return (itest_child_fail("round %d: not registered again "
 			    "after the program %s", round, round == 0 ?
 			    "closed its uffd" : "unregistered"));
 	}
-	rc |= vchild_check(p, PAGE, 0x22, "data page 0");
-	rc |= vchild_check(p + PAGE, (NPAGES - 1) * PAGE, 0, "the rest");
+	rc |= itest_child_check(p, PAGE, 0x22, "data page 0");
+	rc |= itest_child_check(p + PAGE, (NPAGES - 1) * PAGE, 0, "the rest");
 	return (rc);
 }
 
@@ -299,21 +272,21 @@ vchild_badprobe(void)
 	int			 fd, uffd;
 
 	if ((p = vchild_map(&fd)) == NULL)
-		return (vchild_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	if ((uffd = vchild_uffd(0)) < 0)
-		return (vchild_fail("own uffd: %s", strerror(errno)));
+		return (itest_child_fail("own uffd: %s", strerror(errno)));
 	memset(&reg, 0, sizeof(reg));
 	reg.range.start = (uintptr_t)p;
 	reg.range.len = LEN;
 	reg.mode = 0;			/* no mode: EINVAL */
 	if (ioctl(uffd, UFFDIO_REGISTER, &reg) == 0 || errno != EINVAL)
-		return (vchild_fail("a register with no mode did not fail "
+		return (itest_child_fail("a register with no mode did not fail "
 		    "with EINVAL"));
 	if (vchild_listed(p) != 1)
-		return (vchild_fail("not registered again after a failed "
+		return (itest_child_fail("not registered again after a failed "
 		    "probe"));
 	close(uffd);
-	return (vchild_check(p, LEN, 0, "the map"));
+	return (itest_child_check(p, LEN, 0, "the map"));
 }
 
 /*
@@ -338,14 +311,14 @@ vchild_sendfd(void)
 	int		 fd, sv[2], got, st, rc = 0;
 
 	if ((p = vchild_map(&fd)) == NULL)
-		return (vchild_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	memset(p, 0x11, PAGE);
-	if ((rc = vchild_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
+	if ((rc = itest_child_check(p + PAGE, PAGE, 0, "garbage page 1")) != 0)
 		return (rc);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
-		return (vchild_fail("socketpair: %s", strerror(errno)));
+		return (itest_child_fail("socketpair: %s", strerror(errno)));
 	if ((pid = fork()) == -1)
-		return (vchild_fail("fork: %s", strerror(errno)));
+		return (itest_child_fail("fork: %s", strerror(errno)));
 	if (pid == 0) {
 		close(sv[0]);
 		memset(&msg, 0, sizeof(msg));
@@ -359,14 +332,14 @@ vchild_sendfd(void)
 		if (recvmsg(sv[1], &msg, 0) != 1 ||
 		    (c = CMSG_FIRSTHDR(&msg)) == NULL ||
 		    c->cmsg_type != SCM_RIGHTS)
-			_exit(vchild_fail("recvmsg: %s", strerror(errno)));
+			_exit(itest_child_fail("recvmsg: %s", strerror(errno)));
 		memcpy(&got, CMSG_DATA(c), sizeof(got));
 		q = (unsigned char *)syscall(SYS_mmap, NULL, LEN, PROT_READ,
 		    MAP_SHARED, got, 0);
 		if (q == MAP_FAILED)
-			_exit(vchild_fail("mmap: %s", strerror(errno)));
-		rc = vchild_check(q, PAGE, 0x11, "receiver: data page 0");
-		rc |= vchild_check(q + PAGE, (NPAGES - 1) * PAGE, 0,
+			_exit(itest_child_fail("mmap: %s", strerror(errno)));
+		rc = itest_child_check(q, PAGE, 0x11, "receiver: data page 0");
+		rc |= itest_child_check(q + PAGE, (NPAGES - 1) * PAGE, 0,
 		    "receiver: pages 1-7");
 		_exit(rc);
 	}
@@ -384,17 +357,17 @@ vchild_sendfd(void)
 	c->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(c), &fd, sizeof(fd));
 	if (sendmsg(sv[0], &msg, 0) != 1)
-		return (vchild_fail("sendmsg: %s", strerror(errno)));
+		return (itest_child_fail("sendmsg: %s", strerror(errno)));
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
 	    WEXITSTATUS(st) != 0)
-		return (vchild_fail("the receiver saw the wrong bytes "
+		return (itest_child_fail("the receiver saw the wrong bytes "
 		    "(status 0x%x)", st));
 	/* Ours, still served: data kept, the rest zero. */
-	rc |= vchild_check(p, PAGE, 0x11, "sender: data page 0");
-	rc |= vchild_check(p + PAGE, (NPAGES - 1) * PAGE, 0,
+	rc |= itest_child_check(p, PAGE, 0x11, "sender: data page 0");
+	rc |= itest_child_check(p + PAGE, (NPAGES - 1) * PAGE, 0,
 	    "sender: pages 1-7");
 	if (vchild_listed(p) != 1)
-		rc |= vchild_fail("the sender's map is not registered");
+		rc |= itest_child_fail("the sender's map is not registered");
 	return (rc);
 }
 
@@ -406,10 +379,10 @@ vchild_mapped(void)
 	int		 fd;
 
 	if ((p = vchild_map(&fd)) == NULL)
-		return (vchild_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	if (vchild_listed(p) != 1)
-		return (vchild_fail("hpz-run did not register the map"));
-	return (vchild_check(p, LEN, OLD, "a map another process shares"));
+		return (itest_child_fail("hpz-run did not register the map"));
+	return (itest_child_check(p, LEN, OLD, "a map another process shares"));
 }
 
 /*
@@ -435,23 +408,23 @@ vchild_select(void)
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		if ((fd = memfd_create(files[i].name, HUGE_FLAGS)) == -1 ||
 		    ftruncate(fd, (off_t)LEN) == -1)
-			return (vchild_fail("memfd: %s", strerror(errno)));
+			return (itest_child_fail("memfd: %s", strerror(errno)));
 		p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (p == MAP_FAILED)
-			return (vchild_fail("mmap: %s", strerror(errno)));
+			return (itest_child_fail("mmap: %s", strerror(errno)));
 		if (vchild_listed(p) != files[i].want)
-			rc |= vchild_fail("%s: %sregistered", files[i].name,
+			rc |= itest_child_fail("%s: %sregistered", files[i].name,
 			    files[i].want ? "not " : "");
-		rc |= vchild_check(p, PAGE, 0, files[i].name);
+		rc |= itest_child_check(p, PAGE, 0, files[i].name);
 	}
 	/* The file hpz-run was given by fd, mapped through a dup. */
 	if ((fd = dup(SELECT_FD)) == -1)
-		return (vchild_fail("dup: %s", strerror(errno)));
+		return (itest_child_fail("dup: %s", strerror(errno)));
 	p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return (vchild_fail("mmap: %s", strerror(errno)));
+		return (itest_child_fail("mmap: %s", strerror(errno)));
 	if (vchild_listed(p) != 1)
-		rc |= vchild_fail("the -F file is not registered");
+		rc |= itest_child_fail("the -F file is not registered");
 	return (rc);
 }
 
@@ -484,16 +457,10 @@ vchild_main(void)
 			_exit((int)i);
 		}
 	}
-	_exit(vchild_fail("unknown mode %s", mode));
+	_exit(itest_child_fail("unknown mode %s", mode));
 }
 
 /* --- the tests ------------------------------------------------------------ */
-
-struct vrun {
-	int	 status;
-	size_t	 len;
-	char	 text[RUN_OUT_MAX];
-};
 
 /*
  * Run this binary in mode under hpz-run with opts (NULL-terminated),
@@ -501,28 +468,17 @@ struct vrun {
  * output and status.
  */
 static void
-vrun(struct vrun *o, const char *mode, int fd, int sel,
+vrun(struct itest_out *o, const char *mode, int fd, int sel,
     const char *const *opts)
 {
-	const char	*dir = getenv("HPZ_BUILDDIR"), *argv[32], *old;
-	char		 self[PATH_MAX], hpzrun[PATH_MAX], preload[PATH_MAX];
-	char		 libs[PATH_MAX * 2], fds[16];
-	struct pollfd	 pfd;
-	time_t		 deadline;
-	ssize_t		 n;
+	const char	*dir = getenv("HPZ_BUILDDIR"), *argv[32];
+	char		 self[PATH_MAX], hpzrun[PATH_MAX], fds[16];
 	pid_t		 pid;
-	int		 pipefd[2], i, killed = 0;
+	int		 pipefd[2], i;
 
 	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set (run via run.sh)");
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	cr_assert_gt(n, 0);
-	self[n] = '\0';
+	itest_self(self, sizeof(self));
 	snprintf(hpzrun, sizeof(hpzrun), "%s/client/hpz-run", dir);
-	snprintf(preload, sizeof(preload),
-	    "%s/client/.libs/libhpz-preload.so", dir);
-	old = getenv("LD_LIBRARY_PATH");
-	snprintf(libs, sizeof(libs), "%s/lib/.libs%s%s", dir,
-	    old != NULL ? ":" : "", old != NULL ? old : "");
 	argv[0] = hpzrun;
 	for (i = 0; opts[i] != NULL && i < 28; i++)
 		argv[i + 1] = opts[i];
@@ -548,48 +504,16 @@ vrun(struct vrun *o, const char *mode, int fd, int sel,
 		unsetenv("HPZ_RUN_FILE");
 		setenv("HPZ_VMM_CHILD", mode, 1);
 		setenv("HPZ_VMM_FD", fds, 1);
-		setenv("HPZ_PRELOAD", preload, 1);
-		setenv("LD_LIBRARY_PATH", libs, 1);
-		old = getenv("ASAN_OPTIONS");
-		snprintf(libs, sizeof(libs), "%s%sverify_asan_link_order=0",
-		    old != NULL ? old : "", old != NULL ? ":" : "");
-		setenv("ASAN_OPTIONS", libs, 1);
+		itest_hpzrun_env(dir);
 		execv(hpzrun, (char *const *)argv);
 		_exit(99);
 	}
 	close(pipefd[1]);
-	o->len = 0;
-	deadline = time(NULL) + RUN_TIMEOUT_S;
-	pfd.fd = pipefd[0];
-	pfd.events = POLLIN;
-	for (;;) {
-		if (time(NULL) > deadline && !killed) {
-			kill(pid, SIGKILL);
-			killed = 1;
-		}
-		if (poll(&pfd, 1, 1000) <= 0)
-			continue;
-		if (o->len < sizeof(o->text) - 1)
-			n = read(pipefd[0], o->text + o->len,
-			    sizeof(o->text) - 1 - o->len);
-		else
-			n = read(pipefd[0], libs, sizeof(libs));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (o->len < sizeof(o->text) - 1)
-			o->len += (size_t)n;
-	}
-	o->text[o->len] = '\0';
-	close(pipefd[0]);
-	cr_assert_eq(waitpid(pid, &o->status, 0), pid);
-	cr_assert(!killed, "hpz-run ran over %d s:\n%s", RUN_TIMEOUT_S,
-	    o->text);
+	itest_collect(o, pipefd[0], pid, RUN_TIMEOUT_S, "hpz-run");
 }
 
 static void
-vrun_ok(struct vrun *o, const char *mode, int fd, int sel,
+vrun_ok(struct itest_out *o, const char *mode, int fd, int sel,
     const char *const *opts)
 {
 	vrun(o, mode, fd, sel, opts);
@@ -600,7 +524,7 @@ vrun_ok(struct vrun *o, const char *mode, int fd, int sel,
 }
 
 static int
-vrun_has(const struct vrun *o, const char *needle)
+vrun_has(const struct itest_out *o, const char *needle)
 {
 	return (strstr(o->text, needle) != NULL);
 }
@@ -649,7 +573,7 @@ static const char *const discard_opts[] = { "-v", "-m", "4M", "-f",
 Test(vmm, own_uffd_takes_range_and_gives_it_back, .timeout = 180)
 {
 	struct hpz_status	before, after;
-	struct vrun		o;
+	struct itest_out		o;
 	int			fd = vfile(OLD);
 
 	before = itest_status();
@@ -668,7 +592,7 @@ Test(vmm, own_uffd_takes_range_and_gives_it_back, .timeout = 180)
 Test(vmm, wp_probe_closed_then_real_snapshot, .timeout = 180)
 {
 	const char *const	opts[] = { "-v", "-m", "4M", NULL };
-	struct vrun		o;
+	struct itest_out		o;
 	int			fd = vfile(0);
 
 	vrun_ok(&o, "wpprobe", fd, 0, opts);
@@ -679,7 +603,7 @@ Test(vmm, wp_probe_closed_then_real_snapshot, .timeout = 180)
 Test(vmm, failed_probe_stays_registered, .timeout = 180)
 {
 	const char *const	opts[] = { "-v", "-m", "4M", NULL };
-	struct vrun		o;
+	struct itest_out		o;
 	int			fd = vfile(0);
 
 	vrun_ok(&o, "badprobe", fd, 0, opts);
@@ -688,7 +612,7 @@ Test(vmm, failed_probe_stays_registered, .timeout = 180)
 
 Test(vmm, file_sent_to_another_process_loses_its_garbage, .timeout = 180)
 {
-	struct vrun	o;
+	struct itest_out	o;
 	int		fd = vfile(OLD);
 
 	vrun_ok(&o, "sendfd", fd, 0, discard_opts);
@@ -699,7 +623,7 @@ Test(vmm, file_sent_to_another_process_loses_its_garbage, .timeout = 180)
 
 Test(vmm, discard_not_applied_to_a_file_mapped_elsewhere, .timeout = 180)
 {
-	struct vrun	 o;
+	struct itest_out	 o;
 	unsigned char	*p;
 	size_t		 first;
 	int		 fd = vfile(OLD);
@@ -776,7 +700,7 @@ Test(vmm, select_by_name_exclusion_and_fd, .timeout = 180)
 {
 	const char *const	opts[] = { "-v", "-m", "4M", "-n",
 	    "/memfd:itest-vmm-ram*", "-x", "*ivshmem*", "-F", "5", NULL };
-	struct vrun		o;
+	struct itest_out		o;
 	int			fd = vfile(0);
 
 	/* vrun puts the file on SELECT_FD in hpz-run's process. */
@@ -794,37 +718,10 @@ Test(vmm, select_by_name_exclusion_and_fd, .timeout = 180)
  * data and garbage alike, then reused.  Nothing old reads back, no data
  * the client kept is zeroed.
  */
-struct vcheck {
-	const unsigned char	*p;
-	size_t			 len;
-	unsigned char		 v;
-	size_t			 bad, first;
-};
-
-static void *
-vcheck_main(void *arg)
-{
-	struct vcheck	*c = arg;
-
-	c->bad = itest_count_not(c->p, c->len, c->v, &c->first);
-	return (NULL);
-}
-
 static void
 vexpect(const void *p, size_t len, unsigned char v, const char *what)
 {
-	struct vcheck	 c = { p, len, v, 0, 0 };
-	struct timespec	 ts;
-	pthread_t	 t;
-
-	cr_assert_eq(pthread_create(&t, NULL, vcheck_main, &c), 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += CHILD_ALARM_S;
-	if (pthread_timedjoin_np(t, NULL, &ts) != 0)
-		cr_assert_fail("%s: reading hung (a fault nobody served)",
-		    what);
-	cr_assert_eq(c.bad, 0, "%s: %zu bytes not 0x%02x, first at %zu",
-	    what, c.bad, v, c.first);
+	itest_expect_bytes(p, len, v, CHILD_ALARM_S, what);
 }
 
 static void

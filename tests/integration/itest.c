@@ -5,11 +5,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/ioctl.h>
@@ -183,6 +187,225 @@ itest_state_memfd(uint64_t npages)
 	return (fd);
 }
 
+struct itest_check {
+	const unsigned char	*p;
+	size_t			 len;
+	unsigned char		 v;
+	size_t			 bad, first;
+};
+
+static void *
+itest_check_main(void *arg)
+{
+	struct itest_check	*c = arg;
+
+	c->bad = itest_count_not(c->p, c->len, c->v, &c->first);
+	return (NULL);
+}
+
+/*
+ * [p, p+len) reads v, checked in a thread that must finish in bound_s
+ * seconds: a fault nobody serves fails the test instead of hanging it.
+ */
+void
+itest_expect_bytes(const void *p, size_t len, unsigned char v, int bound_s,
+    const char *what)
+{
+	struct itest_check	c = { p, len, v, 0, 0 };
+	struct timespec		ts;
+	pthread_t		t;
+
+	cr_assert_eq(pthread_create(&t, NULL, itest_check_main, &c), 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += bound_s;
+	if (pthread_timedjoin_np(t, NULL, &ts) != 0)
+		cr_assert_fail("%s: reading hung (a fault nobody served)",
+		    what);
+	cr_assert_eq(c.bad, 0, "%s: %zu bytes not 0x%02x, first at %zu",
+	    what, c.bad, v, c.first);
+}
+
+/* In a child run before criterion starts: say why it failed; 1. */
+int
+itest_child_fail(const char *fmt, ...)
+{
+	va_list	ap;
+
+	fputs("child: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return (1);
+}
+
+/* In such a child: every byte of [p, p+len) is v, or say which is not. */
+int
+itest_child_check(const void *p, size_t len, unsigned char v,
+    const char *what)
+{
+	size_t	first, n;
+
+	n = itest_count_not(p, len, v, &first);
+	if (n != 0)
+		return (itest_child_fail("%s: %zu bytes are not 0x%02x, first "
+		    "at offset %zu (0x%02x)", what, n, v, first,
+		    ((const unsigned char *)p)[first]));
+	return (0);
+}
+
+/* This binary's path, for a child that runs it again. */
+void
+itest_self(char *buf, size_t size)
+{
+	ssize_t	n = readlink("/proc/self/exe", buf, size - 1);
+
+	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
+	buf[n] = '\0';
+}
+
+/*
+ * In a child about to run the build's hpz-run: its preload library and
+ * libhpz from the build, and ASan told that the preload library comes
+ * before its runtime (--enable-asan).
+ */
+void
+itest_hpzrun_env(const char *dir)
+{
+	char		 v[PATH_MAX * 2];
+	const char	*old;
+
+	snprintf(v, sizeof(v), "%s/client/.libs/libhpz-preload.so", dir);
+	setenv("HPZ_PRELOAD", v, 1);
+	old = getenv("LD_LIBRARY_PATH");
+	snprintf(v, sizeof(v), "%s/lib/.libs%s%s", dir,
+	    old != NULL ? ":" : "", old != NULL ? old : "");
+	setenv("LD_LIBRARY_PATH", v, 1);
+	old = getenv("ASAN_OPTIONS");
+	snprintf(v, sizeof(v), "%s%sverify_asan_link_order=0",
+	    old != NULL ? old : "", old != NULL ? ":" : "");
+	setenv("ASAN_OPTIONS", v, 1);
+}
+
+/*
+ * What pid writes to fd until it closes it, in o (what does not fit is
+ * read and dropped), then its status.  Still running after timeout_s
+ * seconds: killed, and the test fails with what it printed.
+ */
+void
+itest_collect(struct itest_out *o, int fd, pid_t pid, int timeout_s,
+    const char *what)
+{
+	struct pollfd	pfd;
+	char		drop[4096];
+	time_t		deadline;
+	ssize_t		n;
+	int		killed = 0;
+
+	o->len = 0;
+	deadline = time(NULL) + timeout_s;
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	for (;;) {
+		if (time(NULL) > deadline && !killed) {
+			kill(pid, SIGKILL);
+			killed = 1;
+		}
+		if (poll(&pfd, 1, 1000) <= 0)
+			continue;
+		if (o->len < sizeof(o->text) - 1)
+			n = read(fd, o->text + o->len,
+			    sizeof(o->text) - 1 - o->len);
+		else
+			n = read(fd, drop, sizeof(drop));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (o->len < sizeof(o->text) - 1)
+			o->len += (size_t)n;
+	}
+	o->text[o->len] = '\0';
+	close(fd);
+	cr_assert_eq(waitpid(pid, &o->status, 0), pid);
+	cr_assert(!killed, "%s ran over %d s; output:\n%s", what, timeout_s,
+	    o->text);
+}
+
+/* sun: the AF_UNIX address of path. */
+void
+itest_sun(struct sockaddr_un *sun, const char *path)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	snprintf(sun->sun_path, sizeof(sun->sun_path), "%s", path);
+}
+
+uint64_t
+itest_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
+double
+itest_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3);
+}
+
+/* $HPZ_WAIT_SCALE (run.sh sets it under valgrind): liveness bounds grow. */
+int
+itest_wait_scale(void)
+{
+	const char	*s = getenv("HPZ_WAIT_SCALE");
+	int		 v = s != NULL ? atoi(s) : 1;
+
+	return (v >= 1 ? v : 1);
+}
+
+/*
+ * Run argv (argv[0] a path), stderr to /dev/null when quiet, and return
+ * its wait status.  One still running after timeout_s seconds (times the
+ * wait scale) is killed and the test fails naming it: a command that
+ * should exit at once must not hang the suite when it does not.
+ */
+int
+itest_run_bounded(const char *const argv[], int quiet, int timeout_s)
+{
+	uint64_t	deadline;
+	pid_t		pid, w;
+	int		status, null;
+
+	pid = fork();
+	cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (quiet && (null = open("/dev/null", O_WRONLY)) != -1)
+			dup2(null, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	deadline = itest_now_ms() +
+	    (uint64_t)timeout_s * 1000 * (uint64_t)itest_wait_scale();
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 &&
+	    itest_now_ms() < deadline)
+		usleep(20 * 1000);
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		cr_assert_fail("%s %s: still running after %d s, killed",
+		    argv[0], argv[1] != NULL ? argv[1] : "", timeout_s *
+		    itest_wait_scale());
+	}
+	cr_assert_eq(w, pid, "waitpid %s: %s", argv[0], strerror(errno));
+	return (status);
+}
+
 int
 itest_raw_connect(void)
 {
@@ -191,9 +414,7 @@ itest_raw_connect(void)
 	int			 fd;
 
 	cr_assert_not_null(path, "HPZ_SOCKET is not set (run via run.sh)");
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	itest_sun(&sun, path);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0,
@@ -251,7 +472,7 @@ itest_make_uffd(void *addr, size_t len, uint64_t *features, uint64_t *ioctls)
 	return (fd);
 }
 
-static void
+void
 itest_register(struct hpz_region *r)
 {
 	int	error = hpz_register(r);
@@ -260,7 +481,7 @@ itest_register(struct hpz_region *r)
 	    hpz_last_error());
 }
 
-static void
+void
 itest_assert_zero(const struct hpz_region *r, const char *when)
 {
 	size_t	first, n;
@@ -376,47 +597,47 @@ Test(serve, data_before_registration_kept)
 	hpz_region_destroy(&r);
 }
 
-Test(serve, discard_region_reads_zero)
+/*
+ * Garbage in the first garbage bytes of a len region of page (written
+ * through an alias, or through the very mapping we register, which maps
+ * it): registered with HPZ_DISCARD, all of it reads zero.
+ */
+static void
+itest_discard_reads_zero(size_t len, unsigned int page, size_t garbage,
+    int alias, unsigned char v, const char *what)
 {
 	struct hpz_region	 r;
-	unsigned char		*alias;
+	unsigned char		*p = NULL;
 
-	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
-	alias = itest_alias(&r);
-	memset(alias, 0xd1, 10 * MiB);	/* garbage in part of the file */
+	itest_create(&r, len, page);
+	if (alias)
+		p = itest_alias(&r);
+	memset(alias ? p : r.addr, v, garbage);
 	r.flags = HPZ_DISCARD;
 	itest_register(&r);
-	itest_assert_zero(&r, "discard region");
-	munmap(alias, r.len);
+	itest_assert_zero(&r, what);
+	if (alias)
+		munmap(p, r.len);
 	hpz_region_destroy(&r);
+}
+
+Test(serve, discard_region_reads_zero)
+{
+	/* Garbage in part of the file. */
+	itest_discard_reads_zero(16 * MiB, HPZ_PAGE_2M, 10 * MiB, 1, 0xd1,
+	    "discard region");
 }
 
 Test(serve, discard_hides_garbage_already_mapped)
 {
-	struct hpz_region	r;
-
-	itest_create(&r, 16 * MiB, HPZ_PAGE_2M);
-	/* Written through the very mapping we register: it is mapped. */
-	memset(r.addr, 0xd2, r.len);
-	r.flags = HPZ_DISCARD;
-	itest_register(&r);
-	itest_assert_zero(&r, "discard region that was mapped");
-	hpz_region_destroy(&r);
+	itest_discard_reads_zero(16 * MiB, HPZ_PAGE_2M, 16 * MiB, 0, 0xd2,
+	    "discard region that was mapped");
 }
 
 Test(serve, discard_shmem_region_reads_zero)
 {
-	struct hpz_region	 r;
-	unsigned char		*alias;
-
-	itest_create(&r, 4 * MiB, HPZ_PAGE_SHMEM);
-	alias = itest_alias(&r);
-	memset(alias, 0x99, r.len);
-	r.flags = HPZ_DISCARD;
-	itest_register(&r);
-	itest_assert_zero(&r, "discard shmem region");
-	munmap(alias, r.len);
-	hpz_region_destroy(&r);
+	itest_discard_reads_zero(4 * MiB, HPZ_PAGE_SHMEM, 4 * MiB, 1, 0x99,
+	    "discard shmem region");
 }
 
 Test(serve, reset_after_pattern_reads_zero)

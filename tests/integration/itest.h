@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "hpz.h"
 
@@ -31,5 +32,35 @@ const char	*itest_daemon_path(void);
 int		 itest_daemon_fds(void);
 int		 itest_make_uffd(void *addr, size_t len, uint64_t *features,
 		    uint64_t *ioctls);
+void		 itest_expect_bytes(const void *, size_t, unsigned char,
+		    int bound_s, const char *what);
+void		 itest_register(struct hpz_region *);
+void		 itest_assert_zero(const struct hpz_region *, const char *);
+struct sockaddr_un;
+void		 itest_sun(struct sockaddr_un *, const char *path);
+uint64_t	 itest_now_ms(void);
+double		 itest_now_us(void);
+int		 itest_wait_scale(void);
+int		 itest_run_bounded(const char *const argv[], int quiet,
+		    int timeout_s);
+
+/* What a child printed (stdout and stderr) and its wait status. */
+#define ITEST_OUT_MAX	32768
+struct itest_out {
+	int	 status;
+	size_t	 len;
+	char	 text[ITEST_OUT_MAX];
+};
+void		 itest_collect(struct itest_out *, int fd, pid_t pid,
+		    int timeout_s, const char *what);
+void		 itest_self(char *, size_t);
+void		 itest_hpzrun_env(const char *builddir);
+int		 itest_child_fail(const char *, ...)
+		    __attribute__((format(printf, 1, 2)));
+int		 itest_child_check(const void *, size_t, unsigned char,
+		    const char *what);
+
+/* The longest a command that should exit at once may run (seconds). */
+#define ITEST_RUN_TIMEOUT_S	60
 
 #endif

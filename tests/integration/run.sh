@@ -15,15 +15,9 @@ if [ ! -e /dev/userfaultfd ] && ! grep -q 1 /proc/sys/vm/unprivileged_userfaultf
 fi
 
 . "$(dirname "$0")/../hugepages.sh"
+. "$(dirname "$0")/../hpzd.sh"
 hp_alone
-dir=$(mktemp -d /tmp/hpz-itest.XXXXXX)
-pid=
-cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	hp_release
-	rm -rf "$dir"
-}
-trap cleanup EXIT INT TERM
+hpzd_scratch itest
 
 # One 1 GiB page for its test, if the kernel can find one; then 2 MiB pages.
 hp_reserve_1g 1
@@ -42,10 +36,7 @@ if [ -n "${HPZ_VALGRIND:-}" ]; then
 fi
 $vg "$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off --step-aside never 2>"$dir/hpzerod.log" 8>&- &
 pid=$!
-for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
-if [ ! -S "$sock" ]; then
-	echo "hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
-fi
+hpzd_wait_socket "$sock" "$dir/hpzerod.log" || exit 1
 
 export HPZ_SOCKET=$sock HPZD_PID=$pid
 # The suite's regions are fresh memfds, whatever the host's pool holds;
@@ -60,17 +51,9 @@ if ! kill -0 "$pid" 2>/dev/null; then
 	echo "hpzerod died during the tests"; rc=1
 fi
 # A clean stop: exit 0, and under ASan no error or leak report.
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"
-drc=$?
+hpzd_stop "$pid" || rc=1
 pid=
-if [ "$drc" != 0 ]; then
-	echo "hpzerod exited with status $drc on SIGTERM"; rc=1
-fi
-if grep -qE 'Sanitizer|runtime error|^==[0-9]+==' "$dir/hpzerod.log"; then
-	echo "sanitizer report from hpzerod:"; rc=1
-	grep -A30 -E 'Sanitizer|runtime error' "$dir/hpzerod.log" | head -80
-fi
+hpzd_sanitizer "" "$dir/hpzerod.log" || rc=1
 echo "--- hpzerod log (warnings and errors) ---"
 grep -E '^<[0-4]>' "$dir/hpzerod.log" | tail -40
 exit $rc

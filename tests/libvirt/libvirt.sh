@@ -59,7 +59,7 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	trap 'exit 130' INT TERM
 
 	G=$dir/guest
-	. "$S/tests/qemu/guest-build.sh"
+	. "$S/tests/qemu/common.sh"
 	guest_build
 	rc=$?
 	[ $rc != 0 ] && exit $rc

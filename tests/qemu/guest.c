@@ -244,57 +244,49 @@ has_word(const struct mb_info *mbi, const char *w)
 	return (0);
 }
 
-/* Touch mode: one word of each page must read zero; then exit. */
-static void __attribute__((noreturn))
-touch_pages(uint32_t lo, uint32_t hi)
+/*
+ * Words of [lo, hi), one every step bytes, that do not hold what they
+ * must: 0, or with patterned the pattern (a ^ PATTERN).  The first 8 are
+ * shown, named by what.
+ */
+static uint32_t
+count_wrong(uint32_t lo, uint32_t hi, uint32_t step, int patterned,
+    const char *what)
 {
 	volatile uint32_t	*w;
-	uint32_t		 a, v, nonzero = 0;
+	uint32_t		 a, v, n = 0;
 
-	for (a = lo; a < hi; a += PAGE) {
+	for (a = lo; a < hi; a += step) {
 		w = (volatile uint32_t *)a;
-		if ((v = *w) == 0)
+		if ((v = *w) == (patterned ? (a ^ PATTERN) : 0))
 			continue;
-		if (nonzero < 8) {
-			puts_("guest: non-zero word at ");
+		if (n < 8) {
+			puts_("guest: ");
+			puts_(what);
+			puts_(patterned ? ": pattern wrong at " :
+			    ": non-zero word at ");
 			puthex(a);
 			puts_(": ");
 			puthex(v);
 			puts_("\n");
 		}
-		nonzero++;
+		n++;
 	}
+	return (n);
+}
+
+/* Touch mode: one word of each page must read zero; then exit. */
+static void __attribute__((noreturn))
+touch_pages(uint32_t lo, uint32_t hi)
+{
+	uint32_t	nonzero = count_wrong(lo, hi, PAGE, 0, "touch");
+
 	puts_("guest: touched ");
 	putdec((hi - lo) / PAGE);
 	puts_(" pages, ");
 	putdec(nonzero);
 	puts_(" non-zero words\n");
 	guest_exit(nonzero == 0 ? EXIT_OK : EXIT_NONZERO);
-}
-
-/* Non-zero words of [lo, hi) (a first touch, or memory never written). */
-static uint32_t
-count_nonzero(uint32_t lo, uint32_t hi, const char *what)
-{
-	volatile uint32_t	*w;
-	uint32_t		 a, n = 0;
-
-	for (a = lo; a < hi; a += 4) {
-		w = (volatile uint32_t *)a;
-		if (*w == 0)
-			continue;
-		if (n < 8) {
-			puts_("guest: ");
-			puts_(what);
-			puts_(": non-zero word at ");
-			puthex(a);
-			puts_(": ");
-			puthex(*w);
-			puts_("\n");
-		}
-		n++;
-	}
-	return (n);
 }
 
 static void
@@ -304,31 +296,6 @@ fill(uint32_t lo, uint32_t hi)
 
 	for (a = lo; a < hi; a += 4)
 		*(volatile uint32_t *)a = a ^ PATTERN;
-}
-
-/* Words of [lo, hi) that do not hold the pattern. */
-static uint32_t
-count_unpatterned(uint32_t lo, uint32_t hi, const char *what)
-{
-	volatile uint32_t	*w;
-	uint32_t		 a, n = 0;
-
-	for (a = lo; a < hi; a += 4) {
-		w = (volatile uint32_t *)a;
-		if (*w == (a ^ PATTERN))
-			continue;
-		if (n < 8) {
-			puts_("guest: ");
-			puts_(what);
-			puts_(": pattern wrong at ");
-			puthex(a);
-			puts_(": ");
-			puthex(*w);
-			puts_("\n");
-		}
-		n++;
-	}
-	return (n);
 }
 
 /* The lower half's end: a 2 MiB boundary, so whole pages go to each. */
@@ -344,9 +311,9 @@ fill_half(uint32_t lo, uint32_t mid)
 {
 	uint32_t	nonzero, bad;
 
-	nonzero = count_nonzero(lo, mid, "first touch");
+	nonzero = count_wrong(lo, mid, 4, 0, "first touch");
 	fill(lo, mid);
-	bad = count_unpatterned(lo, mid, "filled");
+	bad = count_wrong(lo, mid, 4, 1, "filled");
 	puts_("guest: filled ");
 	putdec((mid - lo) / PAGE);
 	puts_(" pages, ");
@@ -387,8 +354,8 @@ wait_mode(uint32_t lo, uint32_t hi)
 	puts_("guest: woke after ");
 	putdec(passes);
 	puts_(" passes\n");
-	bad = count_unpatterned(lo, mid, "after the wait");
-	nonzero = count_nonzero(mid, hi, "never written");
+	bad = count_wrong(lo, mid, 4, 1, "after the wait");
+	nonzero = count_wrong(mid, hi, 4, 0, "never written");
 	puts_("guest: after the wait: ");
 	putdec((mid - lo) / PAGE);
 	puts_(" pages, ");
@@ -580,16 +547,16 @@ balloon_mode(uint32_t lo, uint32_t hi)
 	outl(io + VIO_ACTUAL, 0);
 	puts_("guest: took them back\n");
 
-	stale = count_nonzero(a, a + BALLOON_CHUNK, "given back (filled)");
-	stale += count_nonzero(b, b + BALLOON_CHUNK, "given back (unwritten)");
-	bad = count_unpatterned(lo, a, "kept") +
-	    count_unpatterned(a + BALLOON_CHUNK, mid, "kept");
-	nonzero = count_nonzero(b + BALLOON_CHUNK, hi, "never written");
+	stale = count_wrong(a, a + BALLOON_CHUNK, 4, 0, "given back (filled)");
+	stale += count_wrong(b, b + BALLOON_CHUNK, 4, 0, "given back (unwritten)");
+	bad = count_wrong(lo, a, 4, 1, "kept") +
+	    count_wrong(a + BALLOON_CHUNK, mid, 4, 1, "kept");
+	nonzero = count_wrong(b + BALLOON_CHUNK, hi, 4, 0, "never written");
 	/* Reused: written and read back. */
 	fill(a, a + BALLOON_CHUNK);
 	fill(b, b + BALLOON_CHUNK);
-	bad += count_unpatterned(a, a + BALLOON_CHUNK, "reused") +
-	    count_unpatterned(b, b + BALLOON_CHUNK, "reused");
+	bad += count_wrong(a, a + BALLOON_CHUNK, 4, 1, "reused") +
+	    count_wrong(b, b + BALLOON_CHUNK, 4, 1, "reused");
 	puts_("guest: after the balloon: ");
 	putdec(stale);
 	puts_(" non-zero words given back, ");

@@ -11,41 +11,14 @@ set -u
 S=$HPZ_SRCDIR
 B=$HPZ_BUILDDIR
 QEMU=${HPZ_QEMU:-qemu-system-x86_64}
-GCC=${HPZ_GUEST_CC:-gcc}
-LD=${HPZ_GUEST_LD:-ld}
 MEM_MB=256
 POOL_MB=$((MEM_MB - 64))	# the rest of the RAM is fresh memory
 PAGES=$((POOL_MB / 2 + MEM_MB / 2 + 16 + 16))	# pool, a guest, reserve, slack
 
-skip() { echo "SKIP: $*"; exit 77; }
-
-command -v "$QEMU" >/dev/null 2>&1 || skip "$QEMU not found (Debian: qemu-system-x86)"
-if grep -q '^SAN_CFLAGS = -fsanitize' "$B/Makefile" 2>/dev/null; then
-	skip "sanitizer build: the preload cannot be injected into QEMU"
-fi
-command -v timeout >/dev/null 2>&1 || skip "timeout(1) not found"
-[ "$(id -u)" = 0 ] || skip "needs root (huge page pool, userfaultfd)"
-NR=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-[ -w "$NR" ] || skip "no 2 MiB huge pages ($NR)"
-for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload.so; do
-	[ -e "$B/$f" ] || { echo "FAIL: $B/$f not built"; exit 1; }
-done
-
-# The guest, as qemu.sh builds it.
-G=$B/tests/qemu
-mkdir -p "$G" || exit 1
-CFLAGS=(-m32 -ffreestanding -nostdlib -fno-pie -fno-pic -fno-stack-protector
-	-fno-asynchronous-unwind-tables -mgeneral-regs-only -O2 -Wall -Wextra)
-if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/pool-boot.o" 2>"$G/pool-build.log" ||
-   ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/guest.c" -o "$G/pool-guest.o" 2>>"$G/pool-build.log" ||
-   ! "$LD" -m elf_i386 -nostdlib -z max-page-size=0x1000 -T "$S/tests/qemu/guest.ld" \
-    -o "$G/pool-guest.elf" "$G/pool-boot.o" "$G/pool-guest.o" 2>>"$G/pool-build.log"; then
-	cat "$G/pool-build.log"
-	skip "cannot build the -m32 freestanding guest"
-fi
-
-. "$S/tests/hugepages.sh"
+. "$S/tests/qemu/common.sh"
+# The guest, as qemu.sh builds it, in a directory of its own: make -j
+# check runs qemu.sh beside this.
+qemu_setup "$B/tests/qemu/pool"
 # QEMU under TCG beside the integration suite or the soak would make their
 # liveness bounds meaningless; and their daemons' pools are off, ours is on.
 hp_alone
@@ -75,10 +48,7 @@ EOF
 "$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$sock" \
     --workers 2 2>"$dir/hpzerod.log" 8>&- &
 pid=$!
-for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
-if [ ! -S "$sock" ]; then
-	echo "FAIL: hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
-fi
+hpzd_wait_socket "$sock" "$dir/hpzerod.log" || exit 1
 export HPZ_PRELOAD=$B/client/.libs/libhpz-preload.so
 unset HPZ_RUN_FLAGS HPZ_RUN_MIN HPZ_NO_POOL
 
@@ -113,7 +83,7 @@ run_case() {
 	timeout 120 "$B/client/hpz-run" -v -s "$sock" ${flags:+-f "$flags"} -- \
 	    "$QEMU" -accel tcg -m $MEM_MB \
 	    -object "memory-backend-memfd,id=m,size=${MEM_MB}M,hugetlb=on,hugetlbsize=2M,share=on$suffix" \
-	    -machine pc,memory-backend=m -kernel "$G/pool-guest.elf" \
+	    -machine pc,memory-backend=m -kernel "$GUEST" \
 	    -nographic -nic none -serial stdio -monitor none \
 	    -device isa-debug-exit,iobase=0xf4,iosize=4 \
 	    </dev/null >"$out" 2>"$err" 8>&- &
@@ -123,12 +93,9 @@ run_case() {
 	qpid=
 	h1=$(pool_counter handouts)
 	grep -a '^guest:' "$out" | tr -d '\r' | sed "s/^/  $name: /"
-	if [ $rc = 124 ]; then
-		why="QEMU timed out after 120 s"
-	elif [ $rc != 1 ]; then
-		why="QEMU exited $rc (guest code $(( (rc - 1) / 2 )) if odd; 1 means success)"
-	elif ! grep -aqE '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok' "$out"; then
-		why="the guest did not check its RAM"
+	why=$(qemu_why $rc "$out" '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok')
+	if [ -n "$why" ]; then
+		:
 	elif [ "$want" = yes ] && [ "$((h1 - h0))" != 1 ]; then
 		why="no pool file handed out (handouts $h0 -> $h1)"
 	elif [ "$want" = yes ] && ! grep -q "memfd 'memory-backend-memfd' (fd [0-9]*): a pool file" "$err"; then
@@ -138,15 +105,7 @@ run_case() {
 	elif ! kill -0 "$pid" 2>/dev/null; then
 		why="hpzerod died"
 	fi
-	if [ -n "$why" ]; then
-		echo "FAIL: $name: $why"
-		echo "  --- hpz-run and QEMU stderr ---"; sed 's/^/  /' "$err" | tail -20
-		echo "  --- serial ---"; tr -d '\r' <"$out" | sed 's/^/  /' | tail -30
-		failed=$((failed + 1))
-	else
-		echo "PASS: $name: pool handouts $h0 -> $h1"
-		passed=$((passed + 1))
-	fi
+	qemu_verdict "$name" "$why" "$err" "$out" "pool handouts $h0 -> $h1"
 }
 
 # QEMU seals its memfd by default (F_SEAL_GROW|F_SEAL_SHRINK|F_SEAL_SEAL);
@@ -157,18 +116,9 @@ run_case pool-premap premap '' yes
 run_case pool-unsealed '' ',seal=off' yes
 run_case nopool nopool '' no
 
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"
-drc=$?
+hpzd_stop "$pid" FAIL: || failed=$((failed + 1))
 pid=
-if [ "$drc" != 0 ]; then
-	echo "FAIL: hpzerod exited with status $drc on SIGTERM"
-	failed=$((failed + 1))
-fi
-if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
-	echo "--- hpzerod log (errors) ---"
-	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20
-fi
+hpzd_errors "$dir/hpzerod.log"
 echo "qemu pool: $passed passed, $failed failed"
 [ $failed -ne 0 ] && exit 1
 exit 0

@@ -11,50 +11,12 @@ set -u
 S=$HPZ_SRCDIR
 B=$HPZ_BUILDDIR
 QEMU=${HPZ_QEMU:-qemu-system-x86_64}
-GCC=${HPZ_GUEST_CC:-gcc}
-LD=${HPZ_GUEST_LD:-ld}
 MEM_MB=256
 PAGES=$((MEM_MB / 2 + 16))	# 2 MiB pages for one guest, and slack
 
-skip() { echo "SKIP: $*"; exit 77; }
-
-command -v "$QEMU" >/dev/null 2>&1 || skip "$QEMU not found (Debian: qemu-system-x86)"
-# A sanitizer build's preload library cannot go into an uninstrumented QEMU;
-# the plain build runs this test.
-if grep -q '^SAN_CFLAGS = -fsanitize' "$HPZ_BUILDDIR/Makefile" 2>/dev/null; then
-	skip "sanitizer build: the preload cannot be injected into QEMU"
-fi
-command -v timeout >/dev/null 2>&1 || skip "timeout(1) not found"
-[ "$(id -u)" = 0 ] || skip "needs root (huge page pool, hugetlbfs mount, userfaultfd)"
-[ -e /dev/userfaultfd ] || [ -e /proc/sys/vm/unprivileged_userfaultfd ] ||
-	skip "the kernel has no userfaultfd"
-NR=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-[ -w "$NR" ] || skip "no 2 MiB huge pages ($NR)"
-for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload.so; do
-	[ -e "$B/$f" ] || { echo "FAIL: $B/$f not built"; exit 1; }
-done
-
+. "$S/tests/qemu/common.sh"
 # The guest: a 32-bit multiboot ELF, built with the host compiler.
-G=$B/tests/qemu
-mkdir -p "$G" || exit 1
-CFLAGS=(-m32 -ffreestanding -nostdlib -fno-pie -fno-pic -fno-stack-protector
-	-fno-asynchronous-unwind-tables -mgeneral-regs-only -O2 -Wall -Wextra)
-if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/boot.o" 2>"$G/build.log" ||
-   ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/guest.c" -o "$G/guest.o" 2>>"$G/build.log"; then
-	cat "$G/build.log"
-	skip "$GCC cannot build -m32 freestanding code"
-fi
-if ! "$LD" -m elf_i386 -nostdlib -z max-page-size=0x1000 -T "$S/tests/qemu/guest.ld" \
-    -o "$G/guest.elf" "$G/boot.o" "$G/guest.o" 2>>"$G/build.log"; then
-	cat "$G/build.log"
-	skip "$LD cannot link an elf_i386 image"
-fi
-if [ -s "$G/build.log" ]; then
-	echo "FAIL: warnings building the guest:"; cat "$G/build.log"; exit 1
-fi
-
-. "$S/tests/hugepages.sh"
+qemu_setup "$B/tests/qemu"
 dir=$(mktemp -d /tmp/hpz-qemu.XXXXXX)
 pid='' qpid='' mnt=''
 # shellcheck disable=SC2317  # called by the trap
@@ -76,24 +38,12 @@ fi
 sock=$dir/hpzerod.sock
 "$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off 2>"$dir/hpzerod.log" &
 pid=$!
-for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
-if [ ! -S "$sock" ]; then
-	echo "FAIL: hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1
-fi
-# A copy of the preload library, taken while no install relinks it in
-# place (libtool does, and tests/install.sh and tests/libvirt run installs).
-flock "${HPZ_INSTALL_LOCK:-/tmp/hpz-install.lock}" \
-    cp "$B/client/.libs/libhpz-preload.so" "$dir/libhpz-preload.so" ||
-	{ echo "FAIL: cannot copy the preload library"; exit 1; }
-export HPZ_PRELOAD=$dir/libhpz-preload.so
+hpzd_wait_socket "$sock" "$dir/hpzerod.log" || exit 1
+qemu_preload "$dir" || exit 1
 # hpz-run defaults only: no flags, 64 MiB minimum.
 unset HPZ_RUN_FLAGS HPZ_RUN_MIN
 
-# One counter from hpzctl stats --json.
-counter() {
-	"$B/client/hpzctl" -s "$sock" stats --json |
-	    grep -o "\"$1\" *: *[0-9]*" | grep -o '[0-9]*$'
-}
+counter() { qemu_counter "$1"; }
 
 passed=0 failed=0 skipped=0
 # run_case NAME BACKEND-OBJECT [ACCEL [APPEND]]
@@ -125,12 +75,9 @@ run_case() {
 	f1=$(counter faults) r1=$(counter registers) o1=$(counter intercept_off)
 	# The guest's lines, without the firmware's escape sequences.
 	grep -a '^guest:' "$out" | tr -d '\r' | sed "s/^/  $name: /"
-	if [ $rc = 124 ]; then
-		why="QEMU timed out after 120 s"
-	elif [ $rc != 1 ]; then
-		why="QEMU exited $rc (guest code $(( (rc - 1) / 2 )) if odd; 1 means success)"
-	elif ! grep -aqE "$want" "$out"; then
-		why="no '$want' line"
+	why=$(qemu_why $rc "$out" "$want")
+	if [ -n "$why" ]; then
+		:
 	elif [ -z "$r1" ] || [ "$r1" -le "$r0" ]; then
 		why="hpz-run registered nothing (registers $r0 -> ${r1:-?})"
 	elif [ -z "$o1" ] || [ "$o1" -le "$o0" ]; then
@@ -140,17 +87,8 @@ run_case() {
 	elif ! kill -0 "$pid" 2>/dev/null; then
 		why="hpzerod died"
 	fi
-	if [ -n "$why" ]; then
-		echo "FAIL: $name: $why"
-		echo "  --- hpz-run and QEMU stderr ---"; sed 's/^/  /' "$err" | tail -20
-		echo "  --- serial ---"; tr -d '\r' <"$out" | sed 's/^/  /' | tail -30
-		failed=$((failed + 1))
-	else
-		echo "PASS: $name: left to the kernel ($((f1 - f0)) faults served)," \
-		    "$((r1 - r0)) registration(s)," \
-		    "$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
-		passed=$((passed + 1))
-	fi
+	qemu_verdict "$name" "$why" "$err" "$out" \
+	    "left to the kernel ($((f1 - f0)) faults served), $((r1 - r0)) registration(s), $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s"
 }
 
 run_case memfd-hugetlb \
@@ -188,18 +126,9 @@ else
 fi
 
 # A clean stop, as in tests/integration/run.sh.
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"
-drc=$?
+hpzd_stop "$pid" FAIL: || failed=$((failed + 1))
 pid=
-if [ "$drc" != 0 ]; then
-	echo "FAIL: hpzerod exited with status $drc on SIGTERM"
-	failed=$((failed + 1))
-fi
-if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
-	echo "--- hpzerod log (errors) ---"
-	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20
-fi
+hpzd_errors "$dir/hpzerod.log"
 echo "qemu: $passed passed, $failed failed, $skipped skipped"
 [ $failed -ne 0 ] && exit 1
 [ $passed -eq 0 ] && exit 77

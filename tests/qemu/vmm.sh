@@ -29,34 +29,9 @@ QEMU=${HPZ_QEMU:-qemu-system-x86_64}
 MEM_MB=256
 BOUND=120		# seconds: "did not hang", not a timing claim
 
-skip() { echo "SKIP: $*"; exit 77; }
-
-command -v "$QEMU" >/dev/null 2>&1 || skip "$QEMU not found (Debian: qemu-system-x86)"
-# As in qemu.sh: an instrumented preload cannot go into an uninstrumented
-# QEMU, and the plain build runs these.
-if grep -q '^SAN_CFLAGS = -fsanitize' "$B/Makefile" 2>/dev/null; then
-	skip "sanitizer build: the preload cannot be injected into QEMU (the plain build runs this)"
-fi
-command -v timeout >/dev/null 2>&1 || skip "timeout(1) not found"
+. "$S/tests/qemu/common.sh"
+qemu_setup "$B/tests/qemu/vmm" tests/qemu/qmp
 command -v mkfifo >/dev/null 2>&1 || skip "mkfifo(1) not found"
-[ "$(id -u)" = 0 ] || skip "needs root (huge page pool, hugetlbfs mount, userfaultfd)"
-[ -e /dev/userfaultfd ] || [ -e /proc/sys/vm/unprivileged_userfaultfd ] ||
-	skip "the kernel has no userfaultfd"
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-[ -w /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages ] ||
-	skip "no 2 MiB huge pages"
-for f in daemon/hpzerod client/hpz-run client/hpzctl \
-    client/.libs/libhpz-preload.so tests/qemu/qmp; do
-	[ -e "$B/$f" ] || { echo "FAIL: $B/$f not built"; exit 1; }
-done
-
-G=$B/tests/qemu/vmm
-. "$S/tests/qemu/guest-build.sh"
-guest_build
-rc=$?
-[ $rc != 0 ] && exit $rc
-
-. "$S/tests/hugepages.sh"
 # TCG keeps a CPU busy for the whole run: not beside the integration suite
 # and the soak, whose liveness bounds assume the machine to themselves.
 hp_alone
@@ -91,14 +66,8 @@ fi
 sock=$dir/hpzerod.sock
 "$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off 2>"$dir/hpzerod.log" 8>&- &
 dpid=$!
-for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done
-[ -S "$sock" ] || { echo "FAIL: hpzerod did not start:"; cat "$dir/hpzerod.log"; exit 1; }
-# A copy of the preload library, taken while no install relinks it in
-# place (libtool does, and tests/install.sh and tests/libvirt run installs).
-flock "${HPZ_INSTALL_LOCK:-/tmp/hpz-install.lock}" \
-    cp "$B/client/.libs/libhpz-preload.so" "$dir/libhpz-preload.so" ||
-	{ echo "FAIL: cannot copy the preload library"; exit 1; }
-export HPZ_PRELOAD=$dir/libhpz-preload.so
+hpzd_wait_socket "$sock" "$dir/hpzerod.log" || exit 1
+qemu_preload "$dir" || exit 1
 unset HPZ_RUN_FLAGS HPZ_RUN_MIN HPZ_RUN_NAME HPZ_RUN_EXCLUDE HPZ_RUN_FILE
 
 MEMFD="memory-backend-memfd,id=m,size=${MEM_MB}M,hugetlb=on,hugetlbsize=2M,share=on"
@@ -106,10 +75,7 @@ SHMEM="memory-backend-memfd,id=m,size=${MEM_MB}M,share=on"
 FILE="memory-backend-file,id=m,size=${MEM_MB}M,mem-path=$mnt/vm,share=on"
 
 qmp() { "$B/tests/qemu/qmp" "$@"; }
-counter() {
-	"$B/client/hpzctl" -s "$sock" stats --json |
-	    grep -o "\"$1\" *: *[0-9]*" | grep -o '[0-9]*$'
-}
+counter() { qemu_counter "$1"; }
 # A guest's serial port: NAME.in to write to it, NAME.log what it wrote.
 serial() {
 	rm -f "$dir/$1.in" "$dir/$1.out" "$dir/$1.log"
@@ -386,18 +352,9 @@ fi
 if [ -n "$WHY" ]; then fail served-after served-after
 else pass served-after "registered, left to the kernel"; fi
 
-kill -TERM "$dpid" 2>/dev/null
-wait "$dpid"
-drc=$?
+hpzd_stop "$dpid" FAIL: || failed=$((failed + 1))
 dpid=
-if [ "$drc" != 0 ]; then
-	echo "FAIL: hpzerod exited with status $drc on SIGTERM"
-	failed=$((failed + 1))
-fi
-if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
-	echo "--- hpzerod log (errors) ---"
-	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20
-fi
+hpzd_errors "$dir/hpzerod.log"
 echo "vmm: $passed passed, $failed failed"
 [ $failed -ne 0 ] && exit 1
 exit 0

@@ -51,8 +51,6 @@ S=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${HPZ_BUILDDIR:-./build}" 2>/dev/null && pwd) ||
 	{ echo "vmstart: no build tree ${HPZ_BUILDDIR:-./build}" >&2; exit 1; }
 QEMU=${HPZ_QEMU:-qemu-system-x86_64}
-GCC=${HPZ_GUEST_CC:-gcc}
-LD=${HPZ_GUEST_LD:-ld}
 SLACK=16		# 2 MiB pages beyond two guests' RAM
 QTIMEOUT=600		# seconds, for one QEMU
 
@@ -91,23 +89,15 @@ for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload
 done
 
 # The guest, as qemu.sh builds it.
-G=$B/tests/qemu
-mkdir -p "$G" || exit 1
-CFLAGS=(-m32 -ffreestanding -nostdlib -fno-pie -fno-pic -fno-stack-protector
-	-fno-asynchronous-unwind-tables -mgeneral-regs-only -O2 -Wall -Wextra)
-if ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/boot.S" -o "$G/boot.o" 2>"$G/build.log" ||
-   ! "$GCC" "${CFLAGS[@]}" -c "$S/tests/qemu/guest.c" -o "$G/guest.o" 2>>"$G/build.log" ||
-   ! "$LD" -m elf_i386 -nostdlib -z max-page-size=0x1000 -T "$S/tests/qemu/guest.ld" \
-    -o "$G/guest.elf" "$G/boot.o" "$G/guest.o" 2>>"$G/build.log"; then
-	cat "$G/build.log" >&2
-	die "cannot build the guest"
-fi
-[ -s "$G/build.log" ] && { cat "$G/build.log" >&2; die "warnings building the guest"; }
+G=$B/tests/qemu/vmstart
+. "$S/tests/qemu/common.sh"
+guest_build >&2 || die "cannot build the guest"
 
 # Pages only through hugepages.sh: add what a size needs, give back
 # exactly that (other users of the machine reserve at the same time), and
 # keep the other heavy tests out while the figures are taken.
 . "$S/tests/hugepages.sh"
+. "$S/tests/hpzd.sh"
 hp_alone
 dir=$(mktemp -d /tmp/hpz-vmstart.XXXXXX) || exit 1
 pid='' qpid='' mnt=''
@@ -199,7 +189,7 @@ qemu() {
 	timeout "$QTIMEOUT" "${cmd[@]}" "$QEMU" -accel tcg -nographic \
 	    -nic none -serial stdio -monitor none \
 	    -device isa-debug-exit,iobase=0xf4,iosize=4 \
-	    -kernel "$G/guest.elf" "${app[@]}" -m "${mb}M" \
+	    -kernel "$GUEST" "${app[@]}" -m "${mb}M" \
 	    -object "$backend" -machine pc,memory-backend=m \
 	    </dev/null >"$out" 2>"$err" &
 	qpid=$!
@@ -398,13 +388,7 @@ else
 	echo "verified: FAILED: $bad of the runs went wrong (see stderr) ($total s)"
 fi
 # A clean stop.
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"
-drc=$?
+hpzd_stop "$pid" vmstart: >&2 || bad=$((bad + 1))
 pid=
-[ "$drc" = 0 ] || { echo "vmstart: hpzerod exited $drc on SIGTERM" >&2; bad=$((bad + 1)); }
-if grep -qE '^<[0-3]>' "$dir/hpzerod.log"; then
-	echo "--- hpzerod log (errors) ---" >&2
-	grep -E '^<[0-3]>' "$dir/hpzerod.log" | tail -20 >&2
-fi
+hpzd_errors "$dir/hpzerod.log" >&2
 [ "$bad" = 0 ]

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 
 #include "hpz.h"
+#include "../tclock.h"
 
 #define SOAK_SLOTS	2		/* regions a process holds at once */
 #define SOAK_HIST	(64 * 8)	/* log2 groups of 8 sub-buckets */
@@ -101,15 +102,6 @@ static unsigned long	 next_region_id, write_ctr;
 static struct sregion	 slot[SOAK_SLOTS];
 static long		 fallback_ms = 2000;
 static int		 inject;
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
-}
 
 static uint64_t
 mix64(uint64_t x)
@@ -202,7 +194,7 @@ busy(int what, const struct sregion *sr, uint64_t page)
 	me->busy_region = sr != NULL ? sr->id : 0;
 	me->busy_page = page;
 	me->busy_what = what;
-	__atomic_store_n(&me->busy_since, what == B_NONE ? 0 : now_ns(),
+	__atomic_store_n(&me->busy_since, what == B_NONE ? 0 : tclock_ns(),
 	    __ATOMIC_RELEASE);
 }
 
@@ -247,12 +239,12 @@ first_touch(struct sregion *sr, size_t p, int write, uint64_t v)
 	struct timespec		 ts;
 
 	busy(B_TOUCH, sr, p);
-	t0 = now_ns();
+	t0 = tclock_ns();
 	if (write)
 		*w = v;
 	else
 		got = *w;
-	dt = now_ns() - t0;
+	dt = tclock_ns() - t0;
 	busy(B_NONE, NULL, 0);
 	sr->pg[p].touched = 1;
 	trace(sr, 'f', p, 1, 0);
@@ -389,7 +381,7 @@ pause_retry(void)
 static void
 call_time(uint64_t t0)
 {
-	uint64_t	dt = now_ns() - t0;
+	uint64_t	dt = tclock_ns() - t0;
 
 	if (dt > me->call_max_ns)
 		me->call_max_ns = dt;
@@ -415,21 +407,21 @@ model_reset(struct sregion *sr, size_t p0, size_t n, int done)
 static int
 do_register(struct sregion *sr, unsigned int flags)
 {
-	uint64_t	t0 = now_ns(), t;
+	uint64_t	t0 = tclock_ns(), t;
 	size_t		p;
 	int		error;
 
 	sr->r.flags = flags;
 	for (;;) {
 		busy(B_REGISTER, sr, 0);
-		t = now_ns();
+		t = tclock_ns();
 		error = hpz_register(&sr->r);
 		call_time(t);
 		busy(B_NONE, NULL, 0);
 		trace(sr, 'G', 0, sr->npages, error);
 		if (error == 0)
 			break;
-		if (!transient(error) || now_ns() - t0 > retry_ns) {
+		if (!transient(error) || tclock_ns() - t0 > retry_ns) {
 			violation("hpz_register of region %lu (%zu x %zu, "
 			    "flags 0x%x) failed%s: %s (%s)", sr->id, sr->npages,
 			    sr->psz, flags, transient(error) ? " for too long" :
@@ -456,19 +448,19 @@ do_register(struct sregion *sr, unsigned int flags)
 static int
 do_unregister(struct sregion *sr)
 {
-	uint64_t	t0 = now_ns(), t;
+	uint64_t	t0 = tclock_ns(), t;
 	int		error;
 
 	for (;;) {
 		busy(B_UNREGISTER, sr, 0);
-		t = now_ns();
+		t = tclock_ns();
 		error = hpz_unregister(&sr->r);
 		call_time(t);
 		busy(B_NONE, NULL, 0);
 		trace(sr, 'U', 0, sr->npages, error);
 		if (error == 0)
 			break;
-		if (!transient(error) || now_ns() - t0 > retry_ns) {
+		if (!transient(error) || tclock_ns() - t0 > retry_ns) {
 			violation("hpz_unregister of region %lu failed%s: %s "
 			    "(%s)", sr->id, transient(error) ? " for too long" :
 			    "", hpz_strerror(error), hpz_last_error());
@@ -485,7 +477,7 @@ static void
 do_reset(struct sregion *sr)
 {
 	struct hpz_region	rr = sr->r;
-	uint64_t		t0 = now_ns(), t;
+	uint64_t		t0 = tclock_ns(), t;
 	size_t			p0, n;
 	int			error;
 
@@ -496,7 +488,7 @@ do_reset(struct sregion *sr)
 	rr.offset = sr->r.offset + (off_t)(p0 * sr->psz);
 	for (;;) {
 		busy(B_RESET, sr, p0);
-		t = now_ns();
+		t = tclock_ns();
 		error = hpz_reset(&rr);
 		call_time(t);
 		busy(B_NONE, NULL, 0);
@@ -506,7 +498,7 @@ do_reset(struct sregion *sr)
 		me->resets_failed++;
 		/* Nothing may be assumed of a reset that reported failure. */
 		model_reset(sr, p0, n, 0);
-		if (!transient(error) || now_ns() - t0 > retry_ns) {
+		if (!transient(error) || tclock_ns() - t0 > retry_ns) {
 			violation("hpz_reset of region %lu pages %zu+%zu "
 			    "failed%s: %s (%s)", sr->id, p0, n,
 			    transient(error) ? " for too long" : "",
@@ -701,9 +693,9 @@ corrupt(struct sregion *sr)
 	static uint64_t	 last;
 	size_t		 p, off;
 
-	if (!sr->used || now_ns() - last < 500000000ULL)
+	if (!sr->used || tclock_ns() - last < 500000000ULL)
 		return;
-	last = now_ns();
+	last = tclock_ns();
 	p = rnd(sr->npages);
 	off = rnd(sr->psz);
 	((volatile char *)sr->r.addr)[p * sr->psz + off] ^= 0x5a;
@@ -780,7 +772,7 @@ child(int idx)
 	rng = mix64(seed ^ ((uint64_t)idx << 32) ^ me->incarnation) | 1;
 	signal(SIGBUS, on_fatal);
 	signal(SIGSEGV, on_fatal);
-	while (now_ns() < *stop_ns) {
+	while (tclock_ns() < *stop_ns) {
 		step();
 		/* A client that goes away with its regions registered. */
 		if (rnd(3000) == 0) {
@@ -855,7 +847,7 @@ main(void)
 	fallback_ms = env_long("HPZ_FALLBACK_MS", 2000);
 	inject = (int)env_long("HPZ_SOAK_INJECT", 0);
 	seed = (uint64_t)env_long("HPZ_SOAK_SEED",
-	    (long)(now_ns() % 1000000007));
+	    (long)(tclock_ns() % 1000000007));
 	bound_ns = (uint64_t)(fallback_ms + 2000) * 1000000ULL;
 	retry_ns = (uint64_t)env_long("HPZ_SOAK_RETRY_MS", 20000) * 1000000ULL;
 	/* A wait this long means nobody will ever serve it. */
@@ -871,13 +863,13 @@ main(void)
 		return (1);
 	}
 	stats = (struct cstats *)((char *)stop_ns + 64);
-	*stop_ns = now_ns() + seconds * 1000000000ULL;
+	*stop_ns = tclock_ns() + seconds * 1000000000ULL;
 	for (i = 0; i < procs; i++)
 		pids[i] = spawn(i);
 
 	for (alive = procs; alive > 0;) {
 		usleep(50000);
-		t = now_ns();
+		t = tclock_ns();
 		if (t - lastpoll > 250000000ULL) {
 			poll_daemon(&df);
 			lastpoll = t;
@@ -905,7 +897,7 @@ main(void)
 				continue;
 			hung[i] = 0;
 			if (WIFEXITED(status) && WEXITSTATUS(status) == 3 &&
-			    now_ns() < *stop_ns) {
+			    tclock_ns() < *stop_ns) {
 				pids[i] = spawn(i);
 				continue;
 			}

@@ -14,11 +14,6 @@ set -u
 : "${HPZ_BUILDDIR:?run from make check}"
 B=$HPZ_BUILDDIR
 
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the soak test needs root (huge page pool, userfaultfd)"
-	exit 77
-fi
-
 seconds=${HPZ_SOAK_SECONDS:-60}
 procs=${HPZ_SOAK_PROCS:-8}
 huge=${HPZ_SOAK_HUGE:-16}
@@ -26,59 +21,21 @@ kills=${HPZ_SOAK_KILLS:-1}
 export HPZ_SOAK_SECONDS=$seconds HPZ_SOAK_PROCS=$procs HPZ_SOAK_HUGE=$huge
 export HPZ_FALLBACK_MS=${HPZ_FALLBACK_MS:-500}
 
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
 . "$(dirname "$0")/../hugepages.sh"
-hp_alone
-dir=$(mktemp -d /tmp/hpz-soak.XXXXXX)
-dpid=
-spid=
-cleanup() {
-	[ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null
-	[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null &&
-	    wait "$dpid" 2>/dev/null
-	hp_release
-	if [ "${HPZ_SOAK_KEEP:-0}" = 1 ]; then
-		echo "soak: logs kept in $dir"
-	else
-		rm -rf "$dir"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/../hpzd.sh"
+hpzd_heavy soak "${HPZ_SOAK_KEEP:-0}"
 
 # Every process may map $huge pages at once; the rest is for the pool's
-# other users, who keep what they had.
-need=$((procs * huge + 16))
-hp_reserve_2m "$need"
-if [ "$(cat $FREE)" -lt "$need" ]; then
-	echo "SKIP: could not reserve $need huge pages of 2 MiB" \
-	    "(free $(cat $FREE))"
-	exit 77
-fi
-# SIGABRT must not leave core files behind.
-ulimit -c 0
+# other users, who keep what they had.  No core files from SIGABRT.
+hpzd_reserve $((procs * huge + 16))
 
 sock=$dir/hpzerod.sock
 export HPZ_SOCKET=$sock HPZ_SOAK_COUNTS=$dir/counts
 lives=0
 bad=0
 
-# Start a daemon and wait until it says it serves (a killed one's socket
-# file may still be there).
-start_daemon() {
-	lives=$((lives + 1))
-	"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off ${HPZ_SOAK_DAEMON_ARGS:-} \
-	    2>"$dir/hpzerod.$lives.log" 8>&- &
-	dpid=$!
-	for _ in $(seq 400); do
-		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
-		kill -0 "$dpid" 2>/dev/null || break
-		sleep 0.025
-	done
-	echo "soak: hpzerod did not start:"
-	cat "$dir/hpzerod.$lives.log"
-	return 1
-}
+# shellcheck disable=SC2086  # the options are words
+start_daemon() { hpzd_life ${HPZ_SOAK_DAEMON_ARGS:-}; }
 
 # Sleep $1 milliseconds, or less if the clients are done.
 nap() {
@@ -142,26 +99,8 @@ spid=
 sleep 0.3	# the time-stamper's last lines
 [ $src != 0 ] && bad=1
 
-if [ -n "$dpid" ]; then
-	if ! kill -0 "$dpid" 2>/dev/null; then
-		echo "soak: VIOLATION hpzerod died by itself"; bad=1
-	fi
-	kill -TERM "$dpid" 2>/dev/null
-	wait "$dpid"
-	st=$?
-	dpid=
-	if [ $st != 0 ]; then
-		echo "soak: VIOLATION hpzerod exited with status $st" \
-		    "on the final SIGTERM"
-		bad=1
-	fi
-fi
-if grep -lE 'Sanitizer|runtime error' "$dir"/hpzerod.*.log >/dev/null 2>&1; then
-	echo "soak: VIOLATION sanitizer report from hpzerod:"
-	grep -h -A30 -E 'Sanitizer|runtime error' "$dir"/hpzerod.*.log |
-	    head -80
-	bad=1
-fi
+hpzd_final soak: || bad=1
+hpzd_sanitizer "soak: VIOLATION" "$dir"/hpzerod.*.log || bad=1
 echo "--- hpzerod warnings and errors, all lives (count, message) ---"
 cat "$dir"/hpzerod.*.log | grep -E '^<[0-4]>' |
     sed -E 's/client [0-9]+ \(pid [0-9]+/client N (pid P/' |

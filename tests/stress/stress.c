@@ -35,6 +35,7 @@
 #include <linux/falloc.h>
 
 #include "hpz.h"
+#include "../tclock.h"
 #include "hpz-state.h"
 
 #define HUGE_2M		(2UL << 20)
@@ -83,15 +84,6 @@ static const char	*ops = "wrRdmp";	/* HPZ_STRESS_OPS */
 
 /* Transitions seen across the daemon's lives (the monitor sums them). */
 static uint64_t		 tr_on, tr_off, tr_aside, tr_pages_aside, lives_seen;
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
-}
 
 static uint64_t
 xs(uint64_t *s)
@@ -174,7 +166,7 @@ trace_op(struct sreg *sr, size_t p, char op)
 	struct mpage	*m = &sr->pg[p];
 	unsigned int	 k = __atomic_fetch_add(&m->nt, 1, __ATOMIC_RELAXED);
 
-	m->tr[k % TRACE_N].us = now_ns() / 1000;
+	m->tr[k % TRACE_N].us = tclock_ns() / 1000;
 	m->tr[k % TRACE_N].op = op;
 	m->tr[k % TRACE_N].st = m->st;
 	m->tr[k % TRACE_N].sb = state_byte(sr, p);
@@ -355,7 +347,7 @@ worker_main(void *arg)
 	int		idx = (int)(uintptr_t)arg;
 
 	while (!stopping) {
-		op_started[idx] = now_ns();
+		op_started[idx] = tclock_ns();
 		one_op(&rs);
 		op_started[idx] = 0;
 		__atomic_add_fetch(&cnt.ops, 1, __ATOMIC_RELAXED);
@@ -407,7 +399,7 @@ main(void)
 	if (nthreads < 1 || nthreads > THREADS_MAX)
 		nthreads = 4;
 	seed = (s = getenv("HPZ_STRESS_SEED")) != NULL ?
-	    strtoull(s, NULL, 0) : now_ns();
+	    strtoull(s, NULL, 0) : tclock_ns();
 	fprintf(stderr, "stress: seed %llu, %d threads, %d s, 2 regions of "
 	    "%zu pages\n", (unsigned long long)seed, nthreads, seconds,
 	    npages);
@@ -437,8 +429,8 @@ main(void)
 	}
 	for (i = 0; i < (size_t)nthreads; i++)
 		pthread_create(&t[i], NULL, worker_main, (void *)(uintptr_t)i);
-	end = now_ns() + (uint64_t)seconds * 1000000000ULL;
-	while ((now = now_ns()) < end) {
+	end = tclock_ns() + (uint64_t)seconds * 1000000000ULL;
+	while ((now = tclock_ns()) < end) {
 		monitor_poll(&last, &have);
 		for (i = 0; i < (size_t)nthreads; i++) {
 			uint64_t b = op_started[i];

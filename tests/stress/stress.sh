@@ -11,43 +11,17 @@ set -u
 : "${HPZ_BUILDDIR:?run from make check}"
 B=$HPZ_BUILDDIR
 
-if [ "$(id -u)" != 0 ]; then
-	echo "SKIP: the stress test needs root (huge page pool, userfaultfd)"
-	exit 77
-fi
 export HPZ_STRESS_SECONDS=${HPZ_STRESS_SECONDS:-20}
 export HPZ_FALLBACK_MS=${HPZ_FALLBACK_MS:-500}
 pages=${HPZ_STRESS_PAGES:-8}
 export HPZ_STRESS_PAGES=$pages
 
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
 . "$(dirname "$0")/../hugepages.sh"
-hp_alone
-dir=$(mktemp -d /tmp/hpz-stress.XXXXXX)
-dpid=
-spid=
-cleanup() {
-	[ -n "$spid" ] && kill -KILL "$spid" 2>/dev/null
-	[ -n "$dpid" ] && kill -KILL "$dpid" 2>/dev/null &&
-	    wait "$dpid" 2>/dev/null
-	hp_release
-	if [ "${HPZ_STRESS_KEEP:-0}" = 1 ]; then
-		echo "stress: logs kept in $dir"
-	else
-		rm -rf "$dir"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "$0")/../hpzd.sh"
+hpzd_heavy stress "${HPZ_STRESS_KEEP:-0}"
 
 # Two regions, and what a step aside punches and the kernel gives back.
-need=$((4 * pages + 8))
-hp_reserve_2m "$need"
-if [ "$(cat $FREE)" -lt "$need" ]; then
-	echo "SKIP: could not reserve $need huge pages of 2 MiB (free $(cat $FREE))"
-	exit 77
-fi
-ulimit -c 0
+hpzd_reserve $((4 * pages + 8))
 
 sock=$dir/hpzerod.sock
 export HPZ_SOCKET=$sock HPZ_STRESS_COUNTS=$dir/counts
@@ -61,19 +35,9 @@ kills=${HPZ_STRESS_KILLS:-1}
 
 start_daemon() {
 	local pol=${policies[$((lives % ${#policies[@]}))]}
-	lives=$((lives + 1))
-	echo "$(date +%s.%3N) life $lives: $pol" >> "$dir/events"
-	"$B/daemon/hpzerod" --socket "$sock" --workers 2 --pool off $pol \
-	    2>"$dir/hpzerod.$lives.log" 8>&- &
-	dpid=$!
-	for _ in $(seq 400); do
-		grep -qs ' ready: ' "$dir/hpzerod.$lives.log" && return 0
-		kill -0 "$dpid" 2>/dev/null || break
-		sleep 0.025
-	done
-	echo "stress: hpzerod did not start:"
-	cat "$dir/hpzerod.$lives.log"
-	return 1
+	echo "$(date +%s.%3N) life $((lives + 1)): $pol" >> "$dir/events"
+	# shellcheck disable=SC2086  # the options are words
+	hpzd_life $pol
 }
 
 start_daemon || exit 1
@@ -101,19 +65,8 @@ wait "$spid"
 src=$?
 spid=
 [ $src != 0 ] && bad=1
-if [ -n "$dpid" ]; then
-	kill -0 "$dpid" 2>/dev/null || { echo "stress: VIOLATION hpzerod died by itself"; bad=1; }
-	kill -TERM "$dpid" 2>/dev/null
-	wait "$dpid"
-	st=$?
-	dpid=
-	[ $st != 0 ] && { echo "stress: VIOLATION hpzerod exited $st on the final SIGTERM"; bad=1; }
-fi
-if grep -lE 'Sanitizer|runtime error' "$dir"/hpzerod.*.log >/dev/null 2>&1; then
-	echo "stress: VIOLATION sanitizer report from hpzerod:"
-	grep -h -A30 -E 'Sanitizer|runtime error' "$dir"/hpzerod.*.log | head -80
-	bad=1
-fi
+hpzd_final stress: || bad=1
+hpzd_sanitizer "stress: VIOLATION" "$dir"/hpzerod.*.log || bad=1
 echo "--- hpzerod warnings and errors, all lives (count, message) ---"
 cat "$dir"/hpzerod.*.log | grep -E '^<[0-4]>' | sed -E 's/[0-9]+/N/g' |
     sort | uniq -c | sort -rn | head -12

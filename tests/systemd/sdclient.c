@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "hpz.h"
+#include "../tclock.h"
 
 #define SDC_PAGE	(2UL << 20)
 #define SDC_GARBAGE	0xa5u
@@ -67,15 +68,6 @@ sdc_signal(int sig)
 		sdc_marks++;
 	else
 		sdc_stop = 1;
-}
-
-static uint64_t
-sdc_now(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
 }
 
 static void
@@ -111,7 +103,7 @@ sdc_epoch_end(uint64_t since)
 		p50 = sdc_ep.samples[sdc_ep.n / 2];
 	}
 	if (since != 0)
-		waiting = sdc_now() - since;
+		waiting = tclock_ns() - since;
 	if (waiting > sdc_ep.max_ns)
 		sdc_ep.max_ns = waiting;
 	printf("epoch %u ops %llu resets %llu reset_errors %llu stale %llu "
@@ -161,9 +153,9 @@ sdc_check_data(const unsigned char *p, size_t page)
 	uint64_t		 t0, v;
 	size_t			 i, bad = 0, zero = 0;
 
-	t0 = sdc_now();
+	t0 = tclock_ns();
 	v = w[0];
-	sdc_sample(sdc_now() - t0);
+	sdc_sample(tclock_ns() - t0);
 	for (i = 0; i < SDC_PAGE / sizeof(*w); i++) {
 		v = w[i];
 		if (v != sdc_pattern(page, i)) {
@@ -201,20 +193,20 @@ sdc_reset_page(struct hpz_region *r, size_t page)
 	memset(p, SDC_GARBAGE, SDC_PAGE);
 	sub.addr = p;
 	sub.len = SDC_PAGE;
-	t0 = sdc_now();
+	t0 = tclock_ns();
 	while ((error = hpz_reset(&sub)) != 0) {
 		if (sdc_ep.reset_errors++ == 0)
 			fprintf(stderr, "sdclient: hpz_reset: %s (retrying)\n",
 			    hpz_last_error());
 		if (sdc_stop) {
-			sdc_sample(sdc_now() - t0);
+			sdc_sample(tclock_ns() - t0);
 			return;
 		}
 		nanosleep(&ts, NULL);
 		sdc_marks_serve(t0);
 	}
 	(void)w[0];			/* the fault */
-	sdc_sample(sdc_now() - t0);
+	sdc_sample(tclock_ns() - t0);
 	sdc_ep.resets++;
 	for (i = 0; i < SDC_PAGE / sizeof(*w); i++)
 		if (w[i] != 0)

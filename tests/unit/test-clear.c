@@ -20,6 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "hpzerod.h"
+#include "window.h"
 
 #define KiB		1024UL
 #define MiB		(1024UL * KiB)
@@ -533,53 +534,30 @@ Test(kernel, defaults)
 
 Test(window, examples)
 {
-	size_t	s, l;
+	static const struct window_case	w[] = {
+		{ 2 * MiB, MiB + 5, 64 * KiB, MiB - 32 * KiB, 68 * KiB,
+		    "the faulting 4 KiB +- 32 KiB in the middle" },
+		{ 2 * MiB, 4096 * 3 + 1234, 64 * KiB, 0,
+		    4 * 4096 + 32 * KiB, "clipped at the start" },
+		{ 2 * MiB, 2 * MiB - 1, 64 * KiB, 2 * MiB - 36 * KiB,
+		    36 * KiB, "clipped at the end" },
+		{ 2 * MiB, 5 * MiB, 64 * KiB, 2 * MiB - 36 * KiB, 36 * KiB,
+		    "beyond the page counts as its last byte" },
+		{ 2 * MiB, 4096 * 3 + 1234, 0, 4096 * 3, 4096,
+		    "hot_size 0: the subpage alone" },
+		{ 2 * MiB, 4096 * 3, 2, 4096 * 2, 3 * 4096,
+		    "half a window of 1 byte rounds up to a subpage" },
+		{ 2 * MiB, 4096 * 3 + 1234, 4 * MiB, 0, 2 * MiB,
+		    "larger than the page: the whole page" },
+		{ 2 * MiB, 1, SIZE_MAX, 0, 2 * MiB, "hot SIZE_MAX" },
+		{ 4096, 100, 64 * KiB, 0, 4096, "a shmem page is all window" },
+		{ 4096, 0, 0, 0, 4096, "a shmem page, hot 0" },
+		{ 0, 0, 64 * KiB, 0, 0, "no page, no window" },
+		{ GiB, GiB - 4096, SIZE_MAX - 1, 0, GiB,
+		    "1 GiB near its end, no overflow with a huge window" },
+	};
 
-	/* The faulting 4 KiB +- 32 KiB in the middle of a 2 MiB page. */
-	plan_window(2 * MiB, MiB + 5, 64 * KiB, &s, &l);
-	cr_expect_eq(s, MiB - 32 * KiB);
-	cr_expect_eq(l, 68 * KiB);
-	/* Clipped at the start. */
-	plan_window(2 * MiB, 4096 * 3 + 1234, 64 * KiB, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 4 * 4096 + 32 * KiB);
-	/* Clipped at the end. */
-	plan_window(2 * MiB, 2 * MiB - 1, 64 * KiB, &s, &l);
-	cr_expect_eq(s, 2 * MiB - 36 * KiB);
-	cr_expect_eq(l, 36 * KiB);
-	/* Beyond the page counts as its last byte. */
-	plan_window(2 * MiB, 5 * MiB, 64 * KiB, &s, &l);
-	cr_expect_eq(s, 2 * MiB - 36 * KiB);
-	cr_expect_eq(l, 36 * KiB);
-	/* hot_size 0: the subpage alone. */
-	plan_window(2 * MiB, 4096 * 3 + 1234, 0, &s, &l);
-	cr_expect_eq(s, 4096 * 3);
-	cr_expect_eq(l, 4096);
-	/* Half a window of 1 byte still rounds up to a subpage. */
-	plan_window(2 * MiB, 4096 * 3, 2, &s, &l);
-	cr_expect_eq(s, 4096 * 2);
-	cr_expect_eq(l, 3 * 4096);
-	/* Larger than the page: the whole page. */
-	plan_window(2 * MiB, 4096 * 3 + 1234, 4 * MiB, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 2 * MiB);
-	plan_window(2 * MiB, 1, SIZE_MAX, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 2 * MiB);
-	/* A shmem page is all window. */
-	plan_window(4096, 100, 64 * KiB, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 4096);
-	plan_window(4096, 0, 0, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 4096);
-	/* No page, no window. */
-	plan_window(0, 0, 64 * KiB, &s, &l);
-	cr_expect_eq(l, 0);
-	/* 1 GiB, near its end, no overflow with a huge window. */
-	plan_window(GiB, GiB - 4096, SIZE_MAX - 1, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, GiB);
+	EXPECT_WINDOWS(w);
 }
 
 /* Every fault offset of small pages against a set of window sizes. */

@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 
 #include "hpzerod.h"
+#include "window.h"
 
 #define KiB		1024ULL
 #define MiB		(1024ULL * KiB)
@@ -226,26 +227,23 @@ Test(plan, window_unaligned_fault)
 
 Test(plan, window_hot_zero)
 {
-	uint64_t	s, l;
+	static const struct window_case	w[] = {
+		{ 2 * MiB, 77 * SUB + 4095, 0, 77 * SUB, SUB,
+		    "2 MiB, hot 0: the subpage" },
+		{ 1 * GiB, 0, 0, 0, SUB, "1 GiB, hot 0: the subpage" },
+	};
 
-	plan_window(2 * MiB, 77 * SUB + 4095, 0, &s, &l);
-	cr_expect_eq(s, 77 * SUB);
-	cr_expect_eq(l, SUB);
-	plan_window(1 * GiB, 0, 0, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, SUB);
+	EXPECT_WINDOWS(w);
 }
 
 Test(plan, window_hot_larger_than_page)
 {
-	uint64_t	s, l;
+	static const struct window_case	w[] = {
+		{ 2 * MiB, 1 * MiB, 4 * MiB, 0, 2 * MiB, "hot 4 MiB" },
+		{ 2 * MiB, 12345, UINT64_MAX, 0, 2 * MiB, "hot UINT64_MAX" },
+	};
 
-	plan_window(2 * MiB, 1 * MiB, 4 * MiB, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 2 * MiB);
-	plan_window(2 * MiB, 12345, UINT64_MAX, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 2 * MiB);
+	EXPECT_WINDOWS(w);
 }
 
 Test(plan, window_fault_past_end)
@@ -263,24 +261,16 @@ Test(plan, window_fault_past_end)
 
 Test(plan, window_small_page)
 {
-	uint64_t	s = 99, l = 99;
+	static const struct window_case	w[] = {
+		{ 4096, 0, 64 * KiB, 0, 4096, "4 KiB, hot 64 KiB" },
+		{ 4096, 4095, 0, 0, 4096, "4 KiB, last byte, hot 0" },
+		{ 4096, 99999, 1 * MiB, 0, 4096, "4 KiB, past the end" },
+		/* Smaller than a subpage, or empty: never past the page. */
+		{ 100, 50, 0, 0, 100, "100 bytes" },
+		{ 0, 0, 64 * KiB, 0, 0, "no page" },
+	};
 
-	plan_window(4096, 0, 64 * KiB, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 4096);
-	plan_window(4096, 4095, 0, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 4096);
-	plan_window(4096, 99999, 1 * MiB, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 4096);
-	/* Smaller than a subpage, or empty: never past the page. */
-	plan_window(100, 50, 0, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 100);
-	plan_window(0, 0, 64 * KiB, &s, &l);
-	cr_expect_eq(s, 0);
-	cr_expect_eq(l, 0);
+	EXPECT_WINDOWS(w);
 }
 
 Test(plan, window_property)

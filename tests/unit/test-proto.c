@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,13 +35,18 @@ static const uint16_t proto_types[] = {
 /* --- helpers ------------------------------------------------------------ */
 
 /* A register request that passes validation, on 2 MiB pages. */
+/* The register make_register makes. */
+#define REG_ADDR	0x7f0000000000ULL
+#define REG_LEN		(64 * MiB)
+#define REG_OFFSET	(2 * MiB)
+
 static void
 make_register(struct hpz_msg_register *r)
 {
 	proto_init(r, HPZ_MSG_REGISTER, sizeof(*r), 7);
-	r->addr = 0x7f0000000000ULL;
-	r->len = 64 * MiB;
-	r->offset = 2 * MiB;
+	r->addr = REG_ADDR;
+	r->len = REG_LEN;
+	r->offset = REG_OFFSET;
 	r->page_size = PAGE_2M;
 	r->uffd_features = 0xff;
 	r->uffd_ioctls = 0xff;
@@ -144,6 +150,191 @@ seqpacket_pair(int sv[2])
 {
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
 	    0, "socketpair: %s", strerror(errno));
+}
+
+/*
+ * One field of a valid message of type set to value: proto_validate's
+ * verdict must be want (0: accepted), with a reason when it refuses.
+ */
+struct field_case {
+	const char	*test;		/* which Test() checks it */
+	uint16_t	 type;
+	size_t		 off, size;	/* in struct hpz_msg */
+	uint64_t	 value;
+	int		 want;
+	const char	*what;
+};
+
+#define FIELD(test, t, member, v, w, what) { (test), (t),		\
+	offsetof(struct hpz_msg, u.member),				\
+	sizeof(((struct hpz_msg *)0)->u.member), (uint64_t)(v), (w), (what) }
+
+static const struct field_case field_cases[] = {
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.reserved, 1, -EINVAL,
+	    "reserved 1"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.reserved, 0x80000000u,
+	    -EINVAL, "reserved high bit"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags, HPZ_REGION_FLAGS << 1,
+	    -EINVAL, "unknown flag"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags,
+	    HPZ_DISCARD | 0x80000000u, -EINVAL, "discard plus unknown flag"),
+	/* Page-kind bits are for hpz_region_create, not the wire. */
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags, HPZ_PAGE_SHMEM,
+	    -EINVAL, "HPZ_PAGE_SHMEM on the wire"),
+	FIELD("reserved", HPZ_MSG_REGISTER, reg.flags, 0, 0, "no flags"),
+
+	/* 4 KiB aligned, so only the page size check can catch these. */
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.addr, REG_ADDR + 4096,
+	    -EINVAL, "addr not 2 MiB aligned"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.len, REG_LEN + 4096, -EINVAL,
+	    "len not 2 MiB aligned"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.offset, REG_OFFSET + 4096,
+	    -EINVAL, "offset not 2 MiB aligned"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.addr, REG_ADDR + 1, -EINVAL,
+	    "addr odd"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.len, REG_LEN - 1, -EINVAL,
+	    "len odd"),
+	FIELD("unaligned", HPZ_MSG_REGISTER, reg.offset, 512, -EINVAL,
+	    "offset 512"),
+
+	FIELD("policy", HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX, 0,
+	    "policy, top priority"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.priority, HPZ_PRIO_MAX + 1,
+	    -EINVAL, "policy, priority over the top"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.priority, -1, -EINVAL,
+	    "policy, priority -1"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.flags, 0x8000, -EINVAL,
+	    "policy, unknown flag"),
+	FIELD("policy", HPZ_MSG_POLICY, policy.len, 0, -EINVAL,
+	    "policy, empty range"),
+
+	FIELD("regions", HPZ_MSG_REGIONS_REPLY, regions_reply.count,
+	    HPZ_REGIONS_PER_REPLY + 1, -EBADMSG,
+	    "regions reply, count over a reply's"),
+	FIELD("regions", HPZ_MSG_REGIONS_REPLY, regions_reply.more, 2,
+	    -EBADMSG, "regions reply, more is 2"),
+
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.len, 0, 0,
+	    "pool take of an unknown length"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.reserved, 1, -EINVAL,
+	    "pool take, reserved set"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.page_size, 3 * MiB,
+	    -EINVAL, "pool take, page size not a power of two"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.page_size, 0, -EINVAL,
+	    "pool take, page size 0"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.len, 3 * MiB, -EINVAL,
+	    "pool take, length not whole pages"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.len, 1ULL << 63, -EINVAL,
+	    "pool take, length past INT64_MAX"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.node, -2, -EINVAL,
+	    "pool take, node -2"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES,
+	    -EINVAL, "pool take, node past the mask"),
+	FIELD("take", HPZ_MSG_POOL_TAKE, pool_take.node, HPZ_POOL_NODES - 1,
+	    0, "pool take, last node"),
+
+	FIELD("file", HPZ_MSG_POOL_FILE, pool_file.size, 3 * MiB, -EBADMSG,
+	    "pool file, size not whole pages"),
+	FIELD("file", HPZ_MSG_POOL_FILE, pool_file.page_size, 4095, -EBADMSG,
+	    "pool file, page size"),
+	FIELD("file", HPZ_MSG_POOL_FILE, pool_file.reserved, 9, -EBADMSG,
+	    "pool file, reserved set"),
+	FIELD("file", HPZ_MSG_POOL_STATUS, pool_status.reserved, 1, -EINVAL,
+	    "pool status, reserved set"),
+	FIELD("file", HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.count,
+	    HPZ_POOLS_PER_REPLY + 1, -EBADMSG, "pool status reply, count"),
+	FIELD("file", HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.more, 2,
+	    -EBADMSG, "pool status reply, more"),
+};
+
+/* Every case of field_cases that test checks. */
+static void
+expect_fields(const char *test)
+{
+	const struct field_case	*fc;
+	struct hpz_msg		 m;
+	size_t			 i;
+	int			 n = 0;
+
+	for (i = 0; i < sizeof(field_cases) / sizeof(field_cases[0]); i++) {
+		fc = &field_cases[i];
+		if (strcmp(fc->test, test) != 0)
+			continue;
+		n++;
+		cr_assert_leq(fc->size, sizeof(fc->value), "%s", fc->what);
+		make_valid(&m, fc->type);
+		/* Little-endian: the low bytes of value fill the field. */
+		memcpy((char *)&m + fc->off, &fc->value, fc->size);
+		if (fc->want == 0)
+			expect_valid(&m, fc->what);
+		else
+			expect_reject(&m, fc->want, fc->what);
+	}
+	cr_assert_gt(n, 0, "no field cases for %s", test);
+}
+
+/* A socket pair, and a pipe whose ends are the fds a message carries. */
+struct link {
+	int	sv[2];
+	int	p[2];
+};
+
+static void
+link_open(struct link *l)
+{
+	seqpacket_pair(l->sv);
+	cr_assert_eq(pipe2(l->p, O_CLOEXEC), 0);
+}
+
+static void
+link_close(struct link *l)
+{
+	close(l->p[0]);
+	close(l->p[1]);
+	close(l->sv[0]);
+	close(l->sv[1]);
+}
+
+/*
+ * A register carrying n fds (the pipe's ends in turn), sent with
+ * proto_send, or for more than it allows with a sendmsg of our own.
+ */
+static void
+link_send_register(struct link *l, struct hpz_msg_register *reg, int n)
+{
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 253)];
+	}		 cm;
+	int		 fds[253], i;
+
+	cr_assert_leq(n, 253);
+	for (i = 0; i < n; i++)
+		fds[i] = l->p[i % 2];
+	make_register(reg);
+	if (n <= 8) {
+		cr_assert_eq(proto_send(l->sv[0], reg, sizeof(*reg), fds, n),
+		    (ssize_t)sizeof(*reg));
+		return;
+	}
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = reg;
+	iov.iov_len = sizeof(*reg);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n);
+	cr_assert_eq(sendmsg(l->sv[0], &mh, 0), (ssize_t)sizeof(*reg),
+	    "sendmsg: %s", strerror(errno));
 }
 
 /* --- encoding ----------------------------------------------------------- */
@@ -397,25 +588,7 @@ Test(proto, wrong_fd_count)
 
 Test(proto, register_reserved_and_flags)
 {
-	struct hpz_msg	m;
-
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.reserved = 1;
-	expect_reject(&m, -EINVAL, "reserved 1");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.reserved = 0x80000000u;
-	expect_reject(&m, -EINVAL, "reserved high bit");
-
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.flags = HPZ_REGION_FLAGS << 1;
-	expect_reject(&m, -EINVAL, "unknown flag");
-	m.u.reg.flags = HPZ_DISCARD | 0x80000000u;
-	expect_reject(&m, -EINVAL, "discard plus unknown flag");
-	/* Page-kind bits are for hpz_region_create, not the wire. */
-	m.u.reg.flags = HPZ_PAGE_SHMEM;
-	expect_reject(&m, -EINVAL, "HPZ_PAGE_SHMEM on the wire");
-	m.u.reg.flags = 0;
-	expect_valid(&m, "no flags");
+	expect_fields("reserved");
 }
 
 Test(proto, register_page_size)
@@ -450,28 +623,7 @@ Test(proto, register_page_size)
 
 Test(proto, register_unaligned)
 {
-	struct hpz_msg	m;
-
-	/* 4 KiB aligned, so only the page size check can catch these. */
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.addr += 4096;
-	expect_reject(&m, -EINVAL, "addr not 2 MiB aligned");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.len += 4096;
-	expect_reject(&m, -EINVAL, "len not 2 MiB aligned");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.offset += 4096;
-	expect_reject(&m, -EINVAL, "offset not 2 MiB aligned");
-
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.addr += 1;
-	expect_reject(&m, -EINVAL, "addr odd");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.len -= 1;
-	expect_reject(&m, -EINVAL, "len odd");
-	make_valid(&m, HPZ_MSG_REGISTER);
-	m.u.reg.offset = 512;
-	expect_reject(&m, -EINVAL, "offset 512");
+	expect_fields("unaligned");
 }
 
 Test(proto, register_empty_and_wrapping)
@@ -716,18 +868,14 @@ Test(proto, excess_fds_are_closed)
 {
 	struct hpz_msg_register	reg;
 	struct hpz_msg		m;
-	int			sv[2], p[2], fds[5], before, after, i;
+	struct link		l;
+	int			before, after;
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	for (i = 0; i < 5; i++)
-		fds[i] = p[i % 2];
-	make_register(&reg);
-	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), fds, 5),
-	    (ssize_t)sizeof(reg));
+	link_open(&l);
+	link_send_register(&l, &reg, 5);
 
 	before = count_fds();
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(m.nfds, 5, "all fds counted");
 	cr_assert_eq(count_fds(), before + 3, "only three fds kept");
 	cr_assert(fd_is_open(m.fds[0]));
@@ -738,10 +886,7 @@ Test(proto, excess_fds_are_closed)
 	after = count_fds();
 	cr_assert_eq(after, before, "fd count grew from %d to %d", before,
 	    after);
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	link_close(&l);
 }
 
 /* What the closer hook was handed, in order. */
@@ -761,19 +906,15 @@ Test(proto, closer_gets_what_is_not_kept)
 {
 	struct hpz_msg_register	reg;
 	struct hpz_msg		m;
-	int			sv[2], p[2], fds[5], kept[3], before, i;
+	struct link		l;
+	int			kept[3], before, i;
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	for (i = 0; i < 5; i++)
-		fds[i] = p[i % 2];
-	make_register(&reg);
-	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), fds, 5),
-	    (ssize_t)sizeof(reg));
+	link_open(&l);
+	link_send_register(&l, &reg, 5);
 	closer_n = 0;
 	proto_set_closer(closer_record);
 	before = count_fds();
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(closer_n, 2, "the two extra fds, not %d", closer_n);
 	cr_assert_eq(count_fds(), before + 3);
 	for (i = 0; i < 3; i++)
@@ -784,10 +925,7 @@ Test(proto, closer_gets_what_is_not_kept)
 		cr_assert_eq(closer_fds[2 + i], kept[i]);
 	cr_assert_eq(count_fds(), before);
 	proto_set_closer(NULL);
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	link_close(&l);
 }
 
 /*
@@ -798,65 +936,36 @@ Test(proto, closer_gets_what_is_not_kept)
  */
 Test(proto, every_fd_of_a_full_message_is_received)
 {
-	struct hpz_msg_register	 reg;
-	struct hpz_msg		 m;
-	struct msghdr		 mh;
-	struct iovec		 iov;
-	struct cmsghdr		*c;
-	union {
-		struct cmsghdr	hdr;
-		char		buf[CMSG_SPACE(sizeof(int) * 253)];
-	}			 cm;
-	int			 sv[2], p[2], fds[253], before, i;
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	struct link		l;
+	int			before;
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	for (i = 0; i < 253; i++)
-		fds[i] = p[i % 2];
-	make_register(&reg);
-	memset(&mh, 0, sizeof(mh));
-	memset(&cm, 0, sizeof(cm));
-	iov.iov_base = &reg;
-	iov.iov_len = sizeof(reg);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cm.buf;
-	mh.msg_controllen = sizeof(cm.buf);
-	c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	cr_assert_eq(sendmsg(sv[0], &mh, 0), (ssize_t)sizeof(reg), "sendmsg: %s",
-	    strerror(errno));
+	link_open(&l);
+	link_send_register(&l, &reg, 253);
 	closer_n = 0;
 	proto_set_closer(closer_record);
 	before = count_fds();
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(m.nfds, 253, "%d fds counted, 253 sent", m.nfds);
 	cr_assert_eq(closer_n, 250, "%d handed to the closer", closer_n);
 	expect_reject(&m, -EBADMSG, "register with 253 fds");
 	proto_close_fds(&m);
 	cr_assert_eq(count_fds(), before);
 	proto_set_closer(NULL);
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	link_close(&l);
 }
 
 Test(proto, close_fds_closes_kept)
 {
 	struct hpz_msg_register	reg;
 	struct hpz_msg		m;
-	int			sv[2], p[2], kept[2];
+	struct link		l;
+	int			kept[2];
 
-	seqpacket_pair(sv);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	make_register(&reg);
-	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), p, 2),
-	    (ssize_t)sizeof(reg));
-	cr_assert_eq(proto_recv(sv[1], &m), (ssize_t)sizeof(reg));
+	link_open(&l);
+	link_send_register(&l, &reg, 2);
+	cr_assert_eq(proto_recv(l.sv[1], &m), (ssize_t)sizeof(reg));
 	cr_assert_eq(m.nfds, 2);
 	kept[0] = m.fds[0];
 	kept[1] = m.fds[1];
@@ -869,15 +978,12 @@ Test(proto, close_fds_closes_kept)
 	cr_assert_eq(m.fds[0], -1);
 	cr_assert_eq(m.fds[1], -1);
 	/* The originals are untouched. */
-	cr_assert(fd_is_open(p[0]));
-	cr_assert(fd_is_open(p[1]));
+	cr_assert(fd_is_open(l.p[0]));
+	cr_assert(fd_is_open(l.p[1]));
 	/* A second call has nothing left to close. */
 	proto_close_fds(&m);
-	cr_assert(fd_is_open(p[0]));
-	close(p[0]);
-	close(p[1]);
-	close(sv[0]);
-	close(sv[1]);
+	cr_assert(fd_is_open(l.p[0]));
+	link_close(&l);
 }
 
 Test(proto, oversized_packet)
@@ -997,35 +1103,20 @@ Test(proto, truncated_fds_leave_earlier_fds_alone)
 
 Test(proto, policy_fields)
 {
-	struct hpz_msg	m;
-	char		why[128];
+	struct hpz_msg		m;
 
 	make_valid(&m, HPZ_MSG_POLICY);
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), 0, "%s", why);
-	m.u.policy.priority = HPZ_PRIO_MAX + 1;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
-	m.u.policy.priority = -1;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
-	make_valid(&m, HPZ_MSG_POLICY);
-	m.u.policy.flags = 0x8000;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
-	make_valid(&m, HPZ_MSG_POLICY);
-	m.u.policy.len = 0;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EINVAL);
+	expect_valid(&m, "policy as made");
+	expect_fields("policy");
 }
 
 Test(proto, regions_reply_count)
 {
-	struct hpz_msg	m;
-	char		why[128];
+	struct hpz_msg		m;
 
 	make_valid(&m, HPZ_MSG_REGIONS_REPLY);
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), 0, "%s", why);
-	m.u.regions_reply.count = HPZ_REGIONS_PER_REPLY + 1;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
-	make_valid(&m, HPZ_MSG_REGIONS_REPLY);
-	m.u.regions_reply.more = 2;
-	cr_assert_eq(proto_validate(&m, why, sizeof(why)), -EBADMSG);
+	expect_valid(&m, "regions reply as made");
+	expect_fields("regions");
 }
 
 Test(proto, status_reply_kernel_names_terminated)
@@ -1067,35 +1158,9 @@ Test(proto, empty_message_with_fds_closes_them)
 
 Test(proto, pool_take_fields)
 {
-	struct hpz_msg	m;
+	struct hpz_msg		m;
 
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.len = 0;
-	expect_valid(&m, "pool take of an unknown length");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.reserved = 1;
-	expect_reject(&m, -EINVAL, "pool take, reserved set");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.page_size = 3 * MiB;
-	expect_reject(&m, -EINVAL, "pool take, page size not a power of two");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.page_size = 0;
-	expect_reject(&m, -EINVAL, "pool take, page size 0");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.len = 3 * MiB;
-	expect_reject(&m, -EINVAL, "pool take, length not whole pages");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.len = 1ULL << 63;
-	expect_reject(&m, -EINVAL, "pool take, length past INT64_MAX");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.node = -2;
-	expect_reject(&m, -EINVAL, "pool take, node -2");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.node = HPZ_POOL_NODES;
-	expect_reject(&m, -EINVAL, "pool take, node past the mask");
-	make_valid(&m, HPZ_MSG_POOL_TAKE);
-	m.u.pool_take.node = HPZ_POOL_NODES - 1;
-	expect_valid(&m, "pool take, last node");
+	expect_fields("take");
 	make_valid(&m, HPZ_MSG_POOL_TAKE);
 	memset(m.u.pool_take.name, 'x', sizeof(m.u.pool_take.name));
 	expect_reject(&m, -EINVAL, "pool take, name not terminated");
@@ -1103,24 +1168,5 @@ Test(proto, pool_take_fields)
 
 Test(proto, pool_file_and_status_fields)
 {
-	struct hpz_msg	m;
-
-	make_valid(&m, HPZ_MSG_POOL_FILE);
-	m.u.pool_file.size = 3 * MiB;
-	expect_reject(&m, -EBADMSG, "pool file, size not whole pages");
-	make_valid(&m, HPZ_MSG_POOL_FILE);
-	m.u.pool_file.page_size = 4095;
-	expect_reject(&m, -EBADMSG, "pool file, page size");
-	make_valid(&m, HPZ_MSG_POOL_FILE);
-	m.u.pool_file.reserved = 9;
-	expect_reject(&m, -EBADMSG, "pool file, reserved set");
-	make_valid(&m, HPZ_MSG_POOL_STATUS);
-	m.u.pool_status.reserved = 1;
-	expect_reject(&m, -EINVAL, "pool status, reserved set");
-	make_valid(&m, HPZ_MSG_POOL_STATUS_REPLY);
-	m.u.pool_status_reply.count = HPZ_POOLS_PER_REPLY + 1;
-	expect_reject(&m, -EBADMSG, "pool status reply, count");
-	make_valid(&m, HPZ_MSG_POOL_STATUS_REPLY);
-	m.u.pool_status_reply.more = 2;
-	expect_reject(&m, -EBADMSG, "pool status reply, more");
+	expect_fields("file");
 }

@@ -633,9 +633,7 @@ held_nop(struct resolve *rs, uint64_t idx, uint64_t n)
 static void
 held_wake(struct resolve *rs, uint64_t idx, uint64_t n)
 {
-	(void)rs;
-	(void)idx;
-	(void)n;
+	(void)held_nop(rs, idx, n);
 }
 
 static const struct resolve_ops held_ops = {
