@@ -296,15 +296,6 @@ worker_requeue(struct work *item)
 	worker_submit(item, -1, item->region->node);
 }
 
-/* The largest extent a clear takes: as set, or one CPU's share of the LLC. */
-uint64_t
-worker_extent_max(const struct worker_config *cfg)
-{
-	if (cfg->extent_max != 0)
-		return (cfg->extent_max);
-	return (plan_extent_max(topo.llc_share));
-}
-
 /* Workers not asleep right now: at work or spinning (cost.c). */
 int
 worker_awake(void)
@@ -480,6 +471,15 @@ worker_main(void *arg)
 		atomic_store(&w->sleeping, 0);
 	}
 	return (NULL);
+}
+
+/* The largest extent a clear takes: as set, or one CPU's share of the LLC. */
+uint64_t
+worker_extent_max(const struct worker_config *cfg)
+{
+	if (cfg->extent_max != 0)
+		return (cfg->extent_max);
+	return (plan_extent_max(topo.llc_share));
 }
 
 /* Make the pool, one worker per online CPU in turn; returns once running. */
