@@ -1,6 +1,8 @@
 /*
- * test-conf.c - unit tests of hpzerod.conf (conf.c): defaults, every key,
- * every refused value with its line, and the quirks of libinih that conf.c
+ * test-conf.c - unit tests of the settings (conf.c, conf-file.c): the key
+ * table (defaults, every key written back and read again, the messages and
+ * their ranges, the option's spellings, SIGHUP's keys), every refused value
+ * of a file with its line, and the quirks of libinih that conf-file.c
  * smooths over (indented lines, long lines, inline comments).
  */
 #include <errno.h>
