@@ -173,16 +173,14 @@ lib_socket_path(void)
 	return (p != NULL && *p != '\0' ? p : HPZ_SOCKET_DEFAULT);
 }
 
-/* Connect if we are not connected (lock held). */
+/* A new connection to hpzerod: its fd, or a negative errno (lib_fail). */
 int
-lib_connect(void)
+lib_dial(void)
 {
 	struct sockaddr_un	 sun;
 	const char		*path = lib_socket_path();
 	int			 fd, error;
 
-	if (lib_sock != -1)
-		return (0);
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sun.sun_path))
@@ -198,6 +196,19 @@ lib_connect(void)
 		return (lib_fail(error, "cannot connect to hpzerod at %s: %s",
 		    path, strerror(-error)));
 	}
+	return (fd);
+}
+
+/* Connect if we are not connected (lock held). */
+int
+lib_connect(void)
+{
+	int	fd;
+
+	if (lib_sock != -1)
+		return (0);
+	if ((fd = lib_dial()) < 0)
+		return (fd);
 	lib_sock = fd;
 	lib_guard_connected(fd);
 	return (0);

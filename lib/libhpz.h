@@ -66,6 +66,7 @@ int		 lib_fail(int error, const char *fmt, ...)
 		    __attribute__((format(printf, 2, 3)));
 int		 lib_is_registered(const struct hpz_region *region);
 void		 lib_forget(const struct hpz_region *region);
+int		 lib_dial(void);
 int		 lib_connect(void);
 void		 lib_disconnect(void);
 int		 lib_exchange(int sock, void *req, size_t len, const int *fds,

@@ -33,32 +33,6 @@
 #define POOL_MPOL_PREFERRED_MANY 5
 #define POOL_MPOL_MODE_FLAGS	(0x7u << 13)	/* static, relative, ... */
 
-static int
-pool_connect(void)
-{
-	struct sockaddr_un	 sun;
-	const char		*path = getenv("HPZ_SOCKET");
-	int			 fd, error;
-
-	if (path == NULL || *path == '\0')
-		path = HPZ_SOCKET_DEFAULT;
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return (lib_fail(-ENAMETOOLONG, "socket path too long: %s",
-		    path));
-	strcpy(sun.sun_path, path);
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1)
-		return (lib_fail(-errno, "socket: %s", strerror(errno)));
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		error = -errno;
-		close(fd);
-		return (lib_fail(error, "cannot connect to hpzerod at %s: %s",
-		    path, strerror(-error)));
-	}
-	return (fd);
-}
-
 /* One request on sock and its validated reply (fds kept in reply). */
 static int
 pool_call(int sock, void *req, size_t len, struct hpz_msg *reply,
@@ -164,7 +138,7 @@ hpz_pool_take(size_t len, unsigned int flags, const char *name,
 		    HPZ_POOL_NODES - 1));
 	snprintf(req.name, sizeof(req.name), "%s", name != NULL ? name : "");
 
-	if ((sock = pool_connect()) < 0)
+	if ((sock = lib_dial()) < 0)
 		return (sock);
 	error = pool_call(sock, &req, sizeof(req), &reply, HPZ_MSG_POOL_FILE);
 	close(sock);
@@ -204,7 +178,7 @@ hpz_pool_status(struct hpz_pool_info *info, size_t max, size_t *count)
 	if (count == NULL || (info == NULL && max != 0))
 		return (lib_fail(-EINVAL, "count is NULL"));
 	*count = 0;
-	if ((sock = pool_connect()) < 0)
+	if ((sock = lib_dial()) < 0)
 		return (sock);
 	do {
 		proto_init(&req, HPZ_MSG_POOL_STATUS, sizeof(req), 0);
