@@ -586,43 +586,42 @@ clear_guarded(void *p, size_t len, void (*body)(void *), void *arg)
 	return (0);
 }
 
+/* One clear behind a recovery point: fn over [p, p + len). */
 struct clear_span {
+	void	(*fn)(void *, size_t);
 	void	*p;
 	size_t	 len;
 };
 
 static void
-clear_range_body(void *arg)
+clear_span_body(void *arg)
 {
 	struct clear_span	*s = arg;
 
-	clear_range(s->p, s->len);
+	s->fn(s->p, s->len);
+}
+
+/* fn (a clear kernel) over [p, p + len) behind a recovery point. */
+static int
+clear_span_guarded(void (*fn)(void *, size_t), void *p, size_t len)
+{
+	struct clear_span	s = { fn, p, len };
+
+	return (clear_guarded(p, len, clear_span_body, &s));
 }
 
 /* clear_range behind a recovery point: 0, or -EFAULT. */
 int
 clear_range_guarded(void *p, size_t len)
 {
-	struct clear_span	s = { p, len };
-
-	return (clear_guarded(p, len, clear_range_body, &s));
-}
-
-static void
-clear_bulk_body(void *arg)
-{
-	struct clear_span	*s = arg;
-
-	clear_bulk(s->p, s->len);
+	return (clear_span_guarded(clear_range, p, len));
 }
 
 /* clear_bulk (streaming stores) behind a recovery point: 0, or -EFAULT. */
 int
 clear_bulk_guarded(void *p, size_t len)
 {
-	struct clear_span	s = { p, len };
-
-	return (clear_guarded(p, len, clear_bulk_body, &s));
+	return (clear_span_guarded(clear_bulk, p, len));
 }
 
 /* Pages clear_pages works on. */
@@ -712,14 +711,6 @@ clear_job_put(struct clear_job *job)
 		free(job);
 }
 
-static void
-clear_extent_body(void *arg)
-{
-	struct clear_span	*s = arg;
-
-	clear_bulk(s->p, s->len);
-}
-
 /*
  * Take and clear a job's extents until none is left (the owner, or a
  * helper).  Each extent behind its own recovery point, so that one that
@@ -728,20 +719,18 @@ clear_extent_body(void *arg)
 void
 clear_job_run(struct clear_job *job)
 {
-	struct clear_span	s;
-	uint64_t		t0;
-	size_t			i;
+	uint64_t	t0, len;
+	size_t		i;
 
 	while ((i = atomic_fetch_add(&job->next, 1)) < job->n) {
 		if (!atomic_load(&job->failed)) {
-			s.p = job->base + job->ext[i].off;
-			s.len = job->ext[i].len;
+			len = job->ext[i].len;
 			t0 = clock_now_ns();
-			if (clear_guarded(s.p, s.len, clear_extent_body,
-			    &s) != 0)
+			if (clear_bulk_guarded(job->base + job->ext[i].off,
+			    len) != 0)
 				atomic_store(&job->failed, 1);
 			atomic_fetch_add(&job->bulk_ns, clock_now_ns() - t0);
-			atomic_fetch_add(&job->bulk_bytes, s.len);
+			atomic_fetch_add(&job->bulk_bytes, len);
 		}
 		/* Our streaming stores land before anyone maps. */
 		clear_fence();
@@ -759,14 +748,6 @@ clear_piece(size_t page_size, int n)
 	return (piece < PLAN_EXTENT_MIN ? PLAN_EXTENT_MIN : piece);
 }
 
-static void
-clear_hot_body(void *arg)
-{
-	struct clear_span	*s = arg;
-
-	clear_hot(s->p, s->len);
-}
-
 /*
  * Clear one page as a job others may share: cut in extents of at most
  * extent bytes, farthest from the fault first, offered to helpers through
@@ -781,7 +762,6 @@ clear_split(char *page, size_t page_size, size_t fault_off, size_t hot,
     int *helped, struct clear_cost *cost)
 {
 	struct clear_job	*job;
-	struct clear_span	 s;
 	uint64_t		 ws, wl, t0;
 	int			 failed, n = 0;
 
@@ -810,10 +790,8 @@ clear_split(char *page, size_t page_size, size_t fault_off, size_t hot,
 	clear_job_put(job);
 	if (failed)
 		return (-EFAULT);
-	s.p = page + ws;
-	s.len = wl;
 	t0 = clock_now_ns();
-	if (clear_guarded(s.p, s.len, clear_hot_body, &s) != 0)
+	if (clear_span_guarded(clear_hot, page + ws, wl) != 0)
 		return (-EFAULT);
 	cost->hot_ns += clock_now_ns() - t0;
 	cost->hot_bytes += wl;
