@@ -157,6 +157,19 @@ reap_drain(int sock)
 }
 
 /*
+ * What the reaper does with one entry, done by the caller: with no reaper,
+ * or no room in its queue.  Defused and drained first, a close here does
+ * not linger either.
+ */
+static void
+reap_close_now(int fd, int drain)
+{
+	if (drain)
+		reap_drain(fd);
+	reap_close_one(fd);
+}
+
+/*
  * Take what is queued, all of it, and close it with the timer armed: any
  * close still running REAP_STUCK_MS after the batch began is interrupted,
  * and again every REAP_STUCK_MS.
@@ -215,11 +228,10 @@ reap_main(void *arg)
 		reap_arm(timer, armed, REAP_STUCK_MS);
 		for (i = 0; i < n; i++) {
 			t0 = stats_now_ns();
-			if (b[i] < 0) {
-				reap_drain(-(b[i] + 1));
-				close(-(b[i] + 1));
-			} else
-				reap_close_one(b[i]);
+			if (b[i] < 0)
+				reap_close_now(-(b[i] + 1), 1);
+			else
+				reap_close_now(b[i], 0);
 			if (stats_now_ns() - t0 >= REAP_STUCK_MS * 1000000ULL) {
 				atomic_fetch_add(&reap_slow, 1);
 				log_warnx("reaper: closing a descriptor a "
@@ -331,7 +343,7 @@ reap_enqueue(int fd, int drain)
 	if (fd < 0)
 		return;
 	if (!reap_running) {
-		close(fd);
+		reap_close_now(fd, drain);
 		return;
 	}
 	pthread_mutex_lock(&reap_lock);
@@ -341,7 +353,7 @@ reap_enqueue(int fd, int drain)
 			/* Out of memory: closed here, as without the reaper. */
 			pthread_mutex_unlock(&reap_lock);
 			log_warn("reaper: a descriptor is closed on the loop");
-			close(fd);
+			reap_close_now(fd, drain);
 			return;
 		}
 		for (i = 0; i < reap_n; i++)

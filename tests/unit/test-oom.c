@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <criterion/criterion.h>
 #include <event2/event.h>
@@ -130,6 +132,82 @@ Test(oom, reap_closes_here, .init = oom_setup)
 	cr_expect_not(fd_open(q[0]), "a fd queued later was not closed");
 	close(p[1]);
 	close(q[1]);
+}
+
+/*
+ * A TCP socket whose close() lingers: SO_LINGER for an hour and a full send
+ * queue to *peer, accepted here and never read (as a hostile client would
+ * pass one).  *lsn: the listener.
+ */
+static int
+oom_linger_socket(int *lsn, int *peer)
+{
+	struct sockaddr_in	a;
+	struct linger		lg = { 1, 3600 };
+	socklen_t		al = sizeof(a);
+	char			buf[65536];
+	int			small = 4096, c, fl;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert_neq(*lsn = socket(AF_INET, SOCK_STREAM, 0), -1);
+	cr_assert_eq(setsockopt(*lsn, SOL_SOCKET, SO_RCVBUF, &small,
+	    sizeof(small)), 0);
+	cr_assert_eq(bind(*lsn, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(*lsn, 1), 0);
+	cr_assert_eq(getsockname(*lsn, (struct sockaddr *)&a, &al), 0);
+	cr_assert_neq(c = socket(AF_INET, SOCK_STREAM, 0), -1);
+	cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small,
+	    sizeof(small)), 0);
+	cr_assert_eq(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_neq(*peer = accept(*lsn, NULL, NULL), -1);
+	fl = fcntl(c, F_GETFL);
+	cr_assert_eq(fcntl(c, F_SETFL, fl | O_NONBLOCK), 0);
+	memset(buf, 0x42, sizeof(buf));
+	while (write(c, buf, sizeof(buf)) > 0)
+		;
+	cr_assert_eq(fcntl(c, F_SETFL, fl), 0);
+	cr_assert_eq(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)),
+	    0);
+	return (c);
+}
+
+static atomic_int	oom_closed;
+
+static void *
+oom_close_main(void *arg)
+{
+	reap_close(*(int *)arg);
+	atomic_store(&oom_closed, 1);
+	return (NULL);
+}
+
+/*
+ * A fd closed on the loop for want of memory is still closed the reaper's
+ * way: a passed socket that asked to linger does not hold the loop.
+ */
+Test(oom, reap_here_does_not_linger, .init = oom_setup)
+{
+	pthread_t	t;
+	int		c, lsn, peer, ms;
+
+	cr_assert_eq(reap_start(), 0);
+	c = oom_linger_socket(&lsn, &peer);
+	atomic_store(&oom_refuse, 1);
+	cr_assert_eq(pthread_create(&t, NULL, oom_close_main, &c), 0);
+	/* A liveness bound: the close lingers an hour if it is not defused. */
+	for (ms = 0; ms < 10000 && !atomic_load(&oom_closed); ms += 10)
+		usleep(10000);
+	atomic_store(&oom_refuse, 0);
+	cr_assert(atomic_load(&oom_closed), "closing a lingering socket "
+	    "with no room in the reaper's queue still ran after 10 s: the "
+	    "loop would wait with it");
+	pthread_join(t, NULL);
+	cr_expect_not(fd_open(c), "the lingering socket is still open");
+	reap_stop();
+	close(peer);
+	close(lsn);
 }
 
 static int	oom_worked, oom_done;
