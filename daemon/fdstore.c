@@ -159,6 +159,7 @@ struct fdstore_rel {
 	uint64_t	offset;
 	uint64_t	addr;
 	uint64_t	len;
+	struct prep_job	job;		/* the walk, on the prep thread */
 };
 
 /*
@@ -327,7 +328,7 @@ fdstore_release(uint64_t id, int *fds, const char *why)
 	}
 	log_warnx("stored region %llu: not taken back: %s; its garbage "
 	    "pages are dropped", (unsigned long long)id, why);
-	prep_job(fdstore_release_work, fdstore_release_done, rel);
+	prep_job(&rel->job, fdstore_release_work, fdstore_release_done, rel);
 }
 
 /* Close a stored region's fds, on the reaper: the client chose them. */

@@ -264,6 +264,7 @@ hpzd_settings(struct conf *c, int quiet)
 
 /* What things cost, measured again off the loop. */
 static int	hpzd_cost_busy;
+static struct prep_job	hpzd_cost_job;
 
 static void
 hpzd_cost_work(struct prep_job *j)
@@ -297,7 +298,8 @@ hpzd_timer_cb(int fd, short events, void *arg)
 	cost_get(&c);
 	if (!c.measured && !hpzd_cost_busy && cost_host_avail(2ULL << 20) >= 2) {
 		hpzd_cost_busy = 1;
-		if (prep_job(hpzd_cost_work, hpzd_cost_done, NULL) == 0)
+		if (prep_job(&hpzd_cost_job, hpzd_cost_work, hpzd_cost_done,
+		    NULL) == 0)
 			hpzd_cost_busy = 0;
 	}
 }

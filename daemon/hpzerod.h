@@ -36,6 +36,25 @@ TAILQ_HEAD(region_resets, region_reset);
 /* Children's uffds a region out of memory keeps until its release. */
 #define UFFD_LOST_FORKS		4
 
+/*
+ * A job for the prep thread (prep.c).  Its owner keeps it (in a region, a
+ * stored region being let go, a static): submitting one takes no memory,
+ * so nothing a job does falls back to the loop for want of it.
+ */
+enum prep_where {
+	PREP_QUEUED,
+	PREP_RUNNING,
+	PREP_FINISHED,		/* on the done list, for the loop */
+};
+struct prep_job {
+	TAILQ_ENTRY(prep_job)	 entry;
+	void			(*work)(struct prep_job *);
+	void			(*done)(struct prep_job *);
+	void			*arg;
+	atomic_int		 cancel;
+	enum prep_where		 where;
+};
+
 struct region {
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
 	TAILQ_ENTRY(region)	 all;		/* every region */
@@ -115,6 +134,7 @@ struct region {
 	/* Before it serves (prep.c), and the register's reply (control.c). */
 	int			 prep_kind;	/* PREP_*: work left */
 	struct prep_job		*prep;		/* queued, running or NULL */
+	struct prep_job		 prep_slot;	/* what prep points to */
 	int			 fresh;		/* new state: no magic yet */
 	int			 started;	/* region_start() done */
 	uint64_t		 garbage_found;	/* garbage at register */
@@ -144,7 +164,6 @@ enum prep_kind {
 	PREP_FILL,		/* a fresh HPZ_DISCARD state: all garbage */
 	PREP_ADOPT,		/* an adopted state: resolve busy, count */
 };
-struct prep_job;
 
 /* A forked child's uffd for a region (UFFD_EVENT_FORK). */
 struct ufork {
@@ -577,7 +596,7 @@ int		 prep_start(void);
 void		 prep_stop(void);
 int		 prep_region(struct region *);
 void		 prep_region_cancel(struct region *);
-int		 prep_job(void (*work)(struct prep_job *),
+int		 prep_job(struct prep_job *, void (*work)(struct prep_job *),
 		    void (*done)(struct prep_job *), void *arg);
 int		 prep_cancelled(const struct prep_job *);
 void		*prep_arg(const struct prep_job *);

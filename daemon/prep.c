@@ -26,20 +26,6 @@
 /* State bytes worked on between two looks at the cancel flag. */
 #define PREP_SLICE	(1ULL << 20)
 
-enum prep_where {
-	PREP_QUEUED,
-	PREP_RUNNING,
-	PREP_FINISHED,		/* on the done list, for the loop */
-};
-
-struct prep_job {
-	TAILQ_ENTRY(prep_job)	 entry;
-	void			(*work)(struct prep_job *);
-	void			(*done)(struct prep_job *);
-	void			*arg;
-	atomic_int		 cancel;
-	enum prep_where		 where;
-};
 TAILQ_HEAD(prep_jobs, prep_job);
 
 static pthread_mutex_t	 prep_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -101,8 +87,7 @@ prep_done_cb(int fd, short events, void *arg)
 		pthread_mutex_unlock(&prep_lock);
 		if (j == NULL)
 			break;
-		j->done(j);
-		free(j);
+		j->done(j);	/* it may free j: not touched after */
 	}
 }
 
@@ -160,41 +145,25 @@ prep_stop(void)
 }
 
 /*
- * Run a job: its work on the prep thread, then its done callback on the
- * main thread.  1 if it was queued, 0 if it already ran (no thread).
+ * Run a job j (the caller's, kept until done is called or it is called
+ * off): its work on the prep thread, then its done callback on the main
+ * thread.  1 if it was queued, 0 if it already ran (no thread).
  */
 static int
-prep_submit(void (*work)(struct prep_job *), void (*done)(struct prep_job *),
-    void *arg, struct prep_job **out)
+prep_submit(struct prep_job *j, void (*work)(struct prep_job *),
+    void (*done)(struct prep_job *), void *arg)
 {
-	struct prep_job	*j, here;
-
-	/* Out of memory: the job runs here, as without the thread. */
-	if ((j = calloc(1, sizeof(*j))) == NULL)
-		log_warn("prep: a job runs on the loop");
-	if (j == NULL || !prep_running) {
-		if (j == NULL) {
-			memset(&here, 0, sizeof(here));
-			j = &here;
-		}
-		j->work = work;
-		j->done = done;
-		j->arg = arg;
-		j->where = PREP_RUNNING;
-		work(j);
-		j->where = PREP_FINISHED;
-		if (out != NULL)
-			*out = NULL;
-		done(j);
-		if (j != &here)
-			free(j);
-		return (0);
-	}
+	memset(j, 0, sizeof(*j));
 	j->work = work;
 	j->done = done;
 	j->arg = arg;
-	if (out != NULL)
-		*out = j;
+	if (!prep_running) {
+		j->where = PREP_RUNNING;
+		work(j);
+		j->where = PREP_FINISHED;
+		done(j);
+		return (0);
+	}
 	pthread_mutex_lock(&prep_lock);
 	j->where = PREP_QUEUED;
 	TAILQ_INSERT_TAIL(&prep_queue, j, entry);
@@ -225,7 +194,6 @@ prep_cancel(struct prep_job *j)
 		break;
 	}
 	pthread_mutex_unlock(&prep_lock);
-	free(j);
 }
 
 /* Should the work stop (between slices)? */
@@ -394,7 +362,9 @@ prep_region(struct region *r)
 		control_region_ready(r);
 		return (0);
 	}
-	return (prep_submit(prep_region_work, prep_region_done, r, &r->prep));
+	/* Set before it may run (at once, without the thread): done clears it. */
+	r->prep = &r->prep_slot;
+	return (prep_submit(r->prep, prep_region_work, prep_region_done, r));
 }
 
 /* The region goes before it served: stop its prep (main thread). */
@@ -409,8 +379,8 @@ prep_region_cancel(struct region *r)
 
 /* Any other job: work on the prep thread, done on the main thread. */
 int
-prep_job(void (*work)(struct prep_job *), void (*done)(struct prep_job *),
-    void *arg)
+prep_job(struct prep_job *j, void (*work)(struct prep_job *),
+    void (*done)(struct prep_job *), void *arg)
 {
-	return (prep_submit(work, done, arg, NULL));
+	return (prep_submit(j, work, done, arg));
 }

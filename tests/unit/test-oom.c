@@ -210,32 +210,52 @@ Test(oom, reap_here_does_not_linger, .init = oom_setup)
 	close(lsn);
 }
 
-static int	oom_worked, oom_done;
+static atomic_int	oom_worked, oom_done;
+static pthread_t	oom_main_thread;
+static atomic_int	oom_work_on_main;
 
 static void
 oom_work(struct prep_job *j)
 {
 	(void)j;
-	oom_worked = 1;
+	atomic_store(&oom_work_on_main,
+	    pthread_equal(pthread_self(), oom_main_thread) ? 1 : 0);
+	atomic_store(&oom_worked, 1);
 }
 
 static void
 oom_job_done(struct prep_job *j)
 {
 	(void)j;
-	oom_done = oom_worked ? 1 : -1;
+	atomic_store(&oom_done, atomic_load(&oom_worked) ? 1 : -1);
 }
 
-/* A prep job with no memory to queue runs here, work then done. */
-Test(oom, prep_runs_here, .init = oom_setup)
+/*
+ * A prep job needs no memory: with every allocation refused it is still
+ * queued and its work, a walk that grows with a region's pages, runs on the
+ * prep thread, never on the loop; its done comes when the loop turns.
+ */
+Test(oom, prep_needs_no_memory, .init = oom_setup)
 {
+	struct prep_job	job;
+	int		ms;
+
+	oom_main_thread = pthread_self();
 	cr_assert_eq(prep_start(), 0);
 	atomic_store(&oom_refuse, 1);
-	cr_expect_eq(prep_job(oom_work, oom_job_done, NULL), 0,
-	    "a job that could not be queued was not run at once");
+	cr_expect_eq(prep_job(&job, oom_work, oom_job_done, NULL), 1,
+	    "a job was not queued when memory was short");
+	/* A liveness bound: the prep thread takes it at once. */
+	for (ms = 0; ms < 10000 && atomic_load(&oom_done) == 0; ms += 10) {
+		event_base_loop(hpzd_base, EVLOOP_NONBLOCK);
+		usleep(10000);
+	}
 	atomic_store(&oom_refuse, 0);
-	cr_expect_eq(oom_worked, 1, "its work did not run");
-	cr_expect_eq(oom_done, 1, "its done did not run after its work");
+	cr_expect_eq(atomic_load(&oom_worked), 1, "its work did not run");
+	cr_expect_eq(atomic_load(&oom_work_on_main), 0, "its work ran on the "
+	    "loop's thread");
+	cr_expect_eq(atomic_load(&oom_done), 1, "its done did not run after "
+	    "its work");
 	prep_stop();
 }
 
