@@ -12,7 +12,8 @@ HP_1G=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
 hp_added_2m=0
 hp_added_1g=0
 
-# hp_adjust FILE DELTA: add DELTA (negative to give back), never below 0.
+# hp_adjust FILE DELTA: add DELTA (negative to give back), never below 0;
+# print the change the kernel made (it may find fewer pages than asked).
 hp_adjust() {
 	[ -w "$1" ] || return 1
 	(
@@ -21,25 +22,57 @@ hp_adjust() {
 		n=$((v + $2))
 		[ "$n" -lt 0 ] && n=0
 		echo "$n" > "$1"
+		echo $(($(cat "$1") - v))
 	) 9>"$HP_LOCK" 2>/dev/null
 }
 
-# hp_reserve_2m N / hp_reserve_1g N: grow the pool by N pages.
+# hp_reserve_2m N / hp_reserve_1g N: grow the pool by N pages; only what
+# the kernel gave is counted (and given back later).  Fails when it gave
+# fewer than N.
 hp_reserve_2m() {
-	hp_adjust "$HP_2M" "$1" && hp_added_2m=$((hp_added_2m + $1))
+	local d
+	d=$(hp_adjust "$HP_2M" "$1") || return 1
+	hp_added_2m=$((hp_added_2m + d))
+	[ "$d" -ge "$1" ]
 }
 hp_reserve_1g() {
-	hp_adjust "$HP_1G" "$1" && hp_added_1g=$((hp_added_1g + $1))
+	local d got
+	got=$(hp_adjust "$HP_1G" "$1") || return 1
+	hp_added_1g=$((hp_added_1g + got))
+	[ "$got" -ge "$1" ] && return 0
+	# A VM that backs its memory lazily has few free 1 GiB ranges until
+	# its memory was touched once: touch it, compact, ask again.
+	hp_warm_1g "$1" "$got"
+	d=$(hp_adjust "$HP_1G" $(($1 - got))) || return 1
+	hp_added_1g=$((hp_added_1g + d))
+	got=$((got + d))
+	echo "hugepages: $got of $1 1 GiB pages after that" >&2
+	[ "$got" -ge "$1" ]
+}
+
+# hp_warm_1g N GOT: map and write HP_WARM_GIB (16) GiB of anonymous memory
+# once (dd's buffer, filled from /dev/zero), never more than the memory
+# available less 2 GiB, free it and compact.  Slow the first time on such a
+# VM (~0.3 GB/s), a few seconds after.
+hp_warm_1g() {
+	local avail gib
+	avail=$(awk '/^MemAvailable:/ { print int($2 / 1048576) }' /proc/meminfo)
+	gib=${HP_WARM_GIB:-16}
+	[ "$gib" -gt $((avail - 2)) ] && gib=$((avail - 2))
+	echo "hugepages: the kernel gave $2 of $1 1 GiB pages; writing" \
+	    "$gib GiB of memory once and compacting, then asking again" >&2
+	[ "$gib" -gt 0 ] && dd if=/dev/zero of=/dev/null bs="${gib}G" count=1 \
+	    iflag=fullblock status=none 2>/dev/null
+	echo 1 > /proc/sys/vm/compact_memory 2>/dev/null
 }
 
 # hp_release: give back everything this script added.
 hp_release() {
-	[ "$hp_added_2m" -gt 0 ] && hp_adjust "$HP_2M" "-$hp_added_2m"
-	[ "$hp_added_1g" -gt 0 ] && hp_adjust "$HP_1G" "-$hp_added_1g"
+	[ "$hp_added_2m" -gt 0 ] && hp_adjust "$HP_2M" "-$hp_added_2m" >/dev/null
+	[ "$hp_added_1g" -gt 0 ] && hp_adjust "$HP_1G" "-$hp_added_1g" >/dev/null
 	hp_added_2m=0
 	hp_added_1g=0
 }
-
 # hp_alone: wait until no other heavy test (the integration suite, the
 # soak) runs, and keep them out until this script exits.  Each loads the
 # 2-CPU machine enough to make the other's waits meaningless.  Children
