@@ -354,8 +354,9 @@ bench_text(const struct bench *b)
 		printf("single-core clear bandwidth: not measured (%s)\n",
 		    b->nt_why);
 	printf("\nEach cell: median (min-max) over the runs.  kernel: first"
-	    " touch of fresh\nanonymous MAP_HUGETLB memory of the same size,"
-	    " by the same threads, in the\nsame run.  hpzerod/kernel: the"
+	    " touch of a fresh\nshared hugetlb memfd of the same size (what a"
+	    " VMM maps without hpzerod),\nby the same threads, in the same"
+	    " run.  hpzerod/kernel: the"
 	    " ratio within each run; above 1 is better\nfor GB/s, below 1 is"
 	    " better for latencies.  Latencies: each huge page's\nfirst access"
 	    " (the fault, mid-page); read-after-fault: reading the 64"

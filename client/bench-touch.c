@@ -169,15 +169,14 @@ bench_touch_figures(double secs, size_t size, double *fault_ns, double *read_ns,
 	out[FIG_READ_P99] = cli_pct(read_ns, n, 0.99);
 }
 
-/* The kernel's reference: fresh anonymous huge pages, its own faults. */
+/*
+ * The kernel's reference: a fresh shared hugetlb memfd, as a VMM maps
+ * guest RAM without hpzerod, served by the kernel's own faults.
+ */
 void *
 bench_touch_map(const struct bench_page *pg, size_t len)
 {
-	void	*p;
-
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-	    MAP_ANONYMOUS | MAP_HUGETLB | pg->mapflag, -1, 0);
-	return (p == MAP_FAILED ? NULL : p);
+	return (cli_kernel_map(len, pg->mfdflag));
 }
 
 /* Every byte hpzerod served must read zero: say where one is not. */

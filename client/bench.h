@@ -38,7 +38,7 @@ struct bench_page {
 	const char	*human;		/* "2 MiB" */
 	size_t		 size;
 	unsigned int	 hpzflag;	/* for hpz_region_create */
-	int		 mapflag;	/* for the kernel's mmap */
+	unsigned int	 mfdflag;	/* the kernel's memfd: MFD_HUGE_* */
 	const char	*unit;		/* fault latencies are printed in */
 	double		 unit_us;	/* microseconds per unit */
 };

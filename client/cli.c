@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 #include "hpz.h"
 #include "size.h"
@@ -266,4 +268,34 @@ cli_stats(const double *v, int n, double *med, double *min, double *max)
 	*max = s[n - 1];
 	*med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2.0;
 	free(s);
+}
+
+/*
+ * What a VMM maps without hpzerod, for the kernel's reference figures: a
+ * fresh memfd_create(MFD_HUGETLB) file of len bytes of huge pages of
+ * hugeflag (MFD_HUGE_2MB, MFD_HUGE_1GB; 0: shmem pages, no MFD_HUGETLB),
+ * mapped MAP_SHARED and served by the kernel's own first-touch faults.
+ * NULL with errno set.
+ */
+void *
+cli_kernel_map(size_t len, unsigned int hugeflag)
+{
+	void	*p;
+	int	 fd, saved;
+
+	fd = memfd_create("hpz-kernel-reference", MFD_CLOEXEC |
+	    (hugeflag != 0 ? MFD_HUGETLB | hugeflag : 0));
+	if (fd == -1)
+		return (NULL);
+	if (ftruncate(fd, (off_t)len) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return (NULL);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return (p == MAP_FAILED ? NULL : p);
 }

@@ -39,6 +39,7 @@ size_t		 cli_nonzero(const void *, size_t, size_t *, unsigned int *);
 int		 cli_cmp(const void *, const void *);
 double		 cli_pct(double *, size_t, double);
 void		 cli_stats(const double *, int, double *, double *, double *);
+void		*cli_kernel_map(size_t, unsigned int);
 
 /* cli-json.c */
 int		 cli_json_add(struct json_object *, const char *,
