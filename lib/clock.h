@@ -10,5 +10,6 @@
 /* clock.c */
 uint64_t	 clock_now_ns(void);
 double		 clock_now_s(void);
+uint64_t	 clock_resolution_ns(void);
 
 #endif /* HPZ_CLOCK_H */
