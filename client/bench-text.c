@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "size.h"
+#include "clock.h"
 #include "cli.h"
 #include "bench.h"
 
@@ -19,6 +20,7 @@ static void	bench_text_wrap(const char *, int, int);
 static int	bench_text_has_bg(const struct bench *);
 static void	bench_text_label(const struct bench_case *, int, int, char *,
 		    size_t);
+static int	bench_text_below_clock(const double *, int, int);
 static void	bench_text_figs(const struct bench_case *, int);
 static void	bench_text_case(const struct bench *,
 		    const struct bench_case *);
@@ -132,6 +134,23 @@ bench_text_label(const struct bench_case *c, int f, int one, char *label,
 }
 
 /*
+ * Is the median of n latencies (us) of figure f shorter than twice what
+ * the clock can tell?  Then the access took no fault, and the figure (and
+ * any ratio of it) is the timer's, not the daemon's.
+ */
+static int
+bench_text_below_clock(const double *v, int n, int f)
+{
+	double	 med, min, max;
+
+	if (!bench_figs[f].fault)
+		return (0);
+	cli_stats(v, n, &med, &min, &max);
+	return (!isnan(med) && med * 1e3 < 2.0 *
+	    (double)clock_resolution_ns());
+}
+
+/*
  * The figures of a case, one a row: kernel, hpzerod and their ratio, or
  * for busy the touch alone (quiet), beside the scrubbers (busy) and the
  * ratio of the two.
@@ -146,7 +165,7 @@ bench_text_figs(const struct bench_case *c, int busy)
 	const double	*col[3];
 	char		 label[48], cell[3][96];
 	double		 div;
-	int		 f, s;
+	int		 f, s, below[2];
 
 	printf("  %-24s %-20s %-20s %s\n", "", head[busy][0], head[busy][1],
 	    head[busy][2]);
@@ -158,9 +177,18 @@ bench_text_figs(const struct bench_case *c, int busy)
 		col[0] = busy ? c->quiet[f][0] : c->fig[f][SIDE_KERNEL];
 		col[1] = c->fig[f][SIDE_HPZ];
 		col[2] = busy ? c->quiet[f][1] : c->fig[f][SIDE_RATIO];
+		for (s = 0; s < 2; s++)
+			below[s] = bench_text_below_clock(col[s], c->done, f);
 		for (s = 0; s < 3; s++)
 			bench_text_cell(col[s], c->done, s == 2 ? XF_RATIO :
 			    XF_FIG, div, cell[s], sizeof cell[s]);
+		/* No fault to time: say so, and no ratio of it. */
+		for (s = 0; s < 2; s++)
+			if (below[s])
+				snprintf(cell[s], sizeof cell[s], "no fault"
+				    " (< clock)");
+		if (below[0] || below[1])
+			snprintf(cell[2], sizeof cell[2], "-");
 		printf("  %-24s %-20s %-20s %s\n", label, cell[0], cell[1],
 		    cell[2]);
 	}
@@ -314,8 +342,9 @@ bench_text(const struct bench *b)
 	    HPZ_VERSION, b->status.version, b->socket, b->runs,
 	    b->runs == 1 ? "" : "s");
 	printf("machine: %s, %ld CPUs online; clock_gettime %.0f ns a call"
-	    " (inside every latency)\n", b->cpu, sysconf(_SC_NPROCESSORS_ONLN),
-	    b->clock_ns);
+	    " (inside every latency;\n  a latency under %.0f ns is printed"
+	    " as no fault)\n", b->cpu, sysconf(_SC_NPROCESSORS_ONLN),
+	    b->clock_ns, 2.0 * (double)clock_resolution_ns());
 	printf("hpzerod: %llu workers, bulk kernel %s (%.1f GB/s by its own"
 	    " start-up measure),\n  hot kernel %s over %llu KiB around the"
 	    " fault\n", b->status.workers, b->status.clear_kernel,
