@@ -3,7 +3,7 @@
 # QEMU (TCG) guest takes from QEMU's start until it has touched every 4 KiB
 # page of its RAM once, with its RAM served by the kernel and by hpzerod.
 #
-#   tests/qemu/vmstart.sh [-r RUNS] [-s SIZES]
+#   tests/qemu/vmstart.sh [-r RUNS] [-s SIZES] [-p 2m|1g]
 #
 # HPZ_BUILDDIR (default ./build) is a built tree; HPZ_QEMU, HPZ_GUEST_CC and
 # HPZ_GUEST_LD as for qemu.sh.  Needs root: it grows the 2 MiB huge page
@@ -32,17 +32,35 @@
 #                    one, plain QEMU on it (rm + fallocate are timed too)
 # and prints per size: median seconds (min-max), and the medians of the
 # per-round ratios to kernel lazy and to prealloc of the same round.
+#
+# -p 1g: guest RAM of 1 GiB pages (sizes whole GiB, default 6G: what this
+# machine holds, since a round needs twice the guest in free 1 GiB pages),
+# and these rows, each lazy and prealloc=on, interleaved the same way:
+#   kernel           plain QEMU on a 1 GiB-page memfd
+#   floor            a 1 GiB-page hugetlbfs file fallocated (untimed)
+#   pool full        hpz-run, [pool] size_1g = the guest (filled, untimed)
+#   pool half        hpz-run, [pool] size_1g = half the guest
+# and the pool's refill after each pool-full guest exits: seconds from
+# QEMU's exit until the pool holds the guest's size again (liveness bound
+# 120 s), with the pages it held at the exit.  The 32-bit guest touches
+# the RAM below 4 GiB; prealloc=on allocates all of it.
 set -u
-usage() { echo "usage: $0 [-r RUNS] [-s SIZES]   (SIZES: \"1G 2G\", \"512M\"...)" >&2; exit 2; }
+usage() { echo "usage: $0 [-r RUNS] [-s SIZES] [-p 2m|1g]   (SIZES: \"1G 2G\", \"512M\"...)" >&2; exit 2; }
 
-RUNS=5 SIZES="1G 2G"
-while getopts r:s:h o; do
+RUNS=5 SIZES='' PG=2m
+while getopts r:s:p:h o; do
 	case $o in
 	r) RUNS=$OPTARG ;;
 	s) SIZES=$OPTARG ;;
+	p) PG=$OPTARG ;;
 	*) usage ;;
 	esac
 done
+case $PG in
+2m) PMB=2 PKB=2048 PSZ=2M SIZES=${SIZES:-"1G 2G"} ;;
+1g) PMB=1024 PKB=1048576 PSZ=1G SIZES=${SIZES:-6G} ;;
+*) usage ;;
+esac
 shift $((OPTIND - 1))
 [ $# = 0 ] || usage
 case $RUNS in '' | *[!0-9]* | 0) usage ;; esac
@@ -69,8 +87,11 @@ size_mb() {
 }
 for sz in $SIZES; do
 	mb=$(size_mb "$sz") || usage
-	if [ $((mb % 2)) != 0 ] || [ "$mb" -lt 64 ]; then
-		die "size $sz: not a multiple of 2 MiB, or under 64 MiB"
+	if [ $((mb % PMB)) != 0 ] || [ "$mb" -lt 64 ]; then
+		die "size $sz: not a multiple of $PSZ, or under 64 MiB"
+	fi
+	if [ "$PG" = 1g ] && [ $((mb / PMB)) -lt 2 ]; then
+		die "size $sz: the pool-half rows need at least 2 GiB"
 	fi
 done
 
@@ -81,9 +102,9 @@ command -v fallocate >/dev/null 2>&1 || die "fallocate(1) not found"
 if grep -q '^SAN_CFLAGS = -fsanitize' "$B/Makefile" 2>/dev/null; then
 	die "sanitizer build: the preload cannot be injected into QEMU"
 fi
-NR=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
-[ -w "$NR" ] || die "no 2 MiB huge pages ($NR)"
+NR=/sys/kernel/mm/hugepages/hugepages-${PKB}kB/nr_hugepages
+FREE=/sys/kernel/mm/hugepages/hugepages-${PKB}kB/free_hugepages
+[ -w "$NR" ] || die "no $PSZ huge pages ($NR)"
 for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload.so; do
 	[ -e "$B/$f" ] || die "$B/$f not built"
 done
@@ -116,10 +137,16 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 sock=$dir/hpzerod.sock
-# The pool: the guest's RAM, set again for each size (SIGHUP).
+# The pool: the guest's RAM (MiB), set again for each size (SIGHUP); the
+# other page size's pool stays empty (other users' pages are not ours).
 pool_conf() {
-	printf '[pool]\nsize_2m = %sM\nreserve_2m = %sM\n' "$1" $((2 * SLACK)) \
-	    >"$dir/hpzerod.conf"
+	if [ "$PG" = 1g ]; then
+		printf '[pool]\nsize_2m = 0\nsize_1g = %sG\nreserve_1g = 0\n' \
+		    $(($1 / 1024)) >"$dir/hpzerod.conf"
+	else
+		printf '[pool]\nsize_2m = %sM\nreserve_2m = %sM\nsize_1g = 0\n' \
+		    "$1" $((2 * SLACK)) >"$dir/hpzerod.conf"
+	fi
 }
 pool_conf 0
 "$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$sock" \
@@ -132,7 +159,7 @@ unset HPZ_RUN_FLAGS HPZ_RUN_MIN
 
 mnt=$dir/hugetlbfs
 mkdir "$mnt" || exit 1
-if ! mount -t hugetlbfs -o pagesize=2M none "$mnt" 2>"$dir/mount.err"; then
+if ! mount -t hugetlbfs -o pagesize=$PSZ none "$mnt" 2>"$dir/mount.err"; then
 	mnt=''
 	die "cannot mount hugetlbfs: $(cat "$dir/mount.err")"
 fi
@@ -144,22 +171,30 @@ registers() {
 
 now() { echo "${EPOCHREALTIME:-$(date +%s.%N)}"; }
 
-# One field of the 2 MiB pool in hpzctl stats --json.
+# One field of the pool of our page size in hpzctl stats --json (the
+# first node's: this machine has one).
 pool_field() {
 	"$B/client/hpzctl" -s "$sock" stats --json |
-	    awk -v k="\"$1\"" '/"pools"/ { p = 1 } p && index($0, k) {
-		gsub(/[^0-9]/, "", $NF); print $NF; exit }'
+	    awk -v k="\"$1\"" -v ps=$((PKB * 1024)) '/"pools"/ { p = 1 }
+		p && /"page_size"/ { v = $NF; gsub(/[^0-9]/, "", v); s = v == ps }
+		p && s && index($0, k) { gsub(/[^0-9]/, "", $NF); print $NF; exit }'
 }
 
-# Wait, untimed, until the pool holds the guest's RAM (a liveness bound).
+# Wait, untimed, until the pool holds N pages (default the guest's RAM),
+# and with EXACT no more (a pool made smaller gives pages back); a
+# liveness bound of 20 s, 120 s for 1 GiB pages (zeroed on idle cores).
 pool_wait() {
-	local i r=0
-	for i in $(seq 400); do
+	local i r=0 want=${1:-$pages} exact=${2:-} n=400
+	[ "$PG" = 1g ] && n=2400
+	for i in $(seq $n); do
 		r=$(pool_field ready_pages)
-		[ "${r:-0}" -ge "$pages" ] && return 0
+		if [ "${r:-0}" -ge "$want" ] &&
+		    { [ -z "$exact" ] || [ "${r:-0}" -le "$want" ]; }; then
+			return 0
+		fi
 		sleep 0.05
 	done
-	say "$sz: the pool holds ${r:-?} of $pages pages after 20 s"
+	say "$sz: the pool holds ${r:-?} of $want pages after $((n / 20)) s"
 	return 1
 }
 
@@ -213,7 +248,8 @@ qemu() {
 	elif [ "$mode" = full ] && ! grep -aqE \
 	    '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok' "$out"; then
 		why="no 'guest: checked N pages, 0 non-zero words, pattern ok' line"
-	elif [ -n "$r0" ] && [ "${name#pool-}" = "$name" ]; then
+	elif [ -n "$r0" ] && [ "${name#pool-}" = "$name" ] &&
+	    [ "${name#half-}" = "$name" ]; then
 		r1=$(registers)
 		if [ -z "$r0" ] || [ -z "$r1" ] || [ "$r1" -le "$r0" ]; then
 			why="hpz-run registered nothing (registers $r0 -> ${r1:-?})"
@@ -273,15 +309,137 @@ summary() {
 	}' "$4"
 }
 
-memfd() { echo "memory-backend-memfd,id=m,size=${mb}M,hugetlb=on,hugetlbsize=2M,share=on$1"; }
+memfd() { echo "memory-backend-memfd,id=m,size=${mb}M,hugetlb=on,hugetlbsize=$PSZ,share=on$1"; }
 fileb() { echo "memory-backend-file,id=m,size=${mb}M,mem-path=$mnt/ram,share=on,discard-data=off"; }
 floorb() { echo "memory-backend-file,id=m,size=${mb}M,mem-path=$mnt/floor,share=on,discard-data=off$1"; }
+
+# The 1 GiB rows (-p 1g), in the order they run each round.
+CONFIGS_1G=(lazy prealloc floor-lazy floor-prealloc pool-lazy pool-prealloc
+	half-lazy half-prealloc)
+LABEL+=(
+	[half-lazy]="pool at half: hpz-run, lazy"
+	[half-prealloc]="pool at half: hpz-run, prealloc=on"
+)
+
+# Set the pool to MiB and wait (untimed) until it holds exactly that.
+pool_set() {
+	pool_conf "$1"
+	kill -HUP "$pid"
+	pool_wait $(($1 / PMB)) exact
+}
+
+# One size of 1 GiB pages: RUNS interleaved rounds of CONFIGS_1G, then the
+# table and the pool's refill after each pool-full guest.
+size_1g() {
+	local c r row half=$((mb / 2 / PMB * PMB)) t0 t1 r0 rs
+	need=$((2 * pages + 1))
+	hp_reserve_1g "$need"
+	if [ "$(cat "$FREE")" -lt "$need" ]; then
+		echo "size $sz: skipped: the kernel gave $(cat "$FREE") free 1 GiB pages, $need needed (a guest's and a pool's)"
+		hp_release
+		return
+	fi
+	free=$(cat "$FREE")
+	say "$sz: warm-up: fallocate $free free 1 GiB pages, then kernel lazy, untimed"
+	fallocate -l $((free * PMB))M "$mnt/warm" || say "$sz: warm-up fallocate failed"
+	rm -f "$mnt/warm"
+	qemu warm-up - touch "$(memfd '')"
+	[ "$ok" = 1 ] || bad=$((bad + 1))
+	res=$dir/res.$sz refill=$dir/refill.$sz
+	: >"$res"
+	: >"$refill"
+	for r in $(seq "$RUNS"); do
+		row=''
+		for c in "${CONFIGS_1G[@]}"; do
+			case $c in
+			lazy)	  qemu "$c" - touch "$(memfd '')" ;;
+			prealloc) qemu "$c" - touch "$(memfd ,prealloc=on)" ;;
+			floor-*)
+				rm -f "$mnt/floor"
+				fallocate -l "${mb}M" "$mnt/floor" ||
+				    say "$sz: fallocate of the floor file failed"
+				if [ "$c" = floor-lazy ]; then
+					qemu "$c" - touch "$(floorb '')"
+				else
+					qemu "$c" - touch "$(floorb ,prealloc=on)"
+				fi
+				rm -f "$mnt/floor" ;;
+			pool-* | half-*)
+				if [ "${c%%-*}" = pool ]; then
+					pool_set "$mb" || bad=$((bad + 1))
+				else
+					pool_set "$half" || bad=$((bad + 1))
+				fi
+				h0=$(pool_field handouts)
+				if [ "${c#*-}" = lazy ]; then
+					qemu "$c" '' touch "$(memfd '')"
+				else
+					qemu "$c" '' touch "$(memfd ,prealloc=on)"
+				fi
+				t0=$(now)
+				r0=$(pool_field ready_pages)
+				h1=$(pool_field handouts)
+				if [ "${c%%-*}" = pool ] && [ "$h1" != $((h0 + 1)) ]; then
+					say "$sz: $c: no pool file was handed out"
+					ok=0
+				fi
+				if [ "${c%%-*}" = pool ]; then
+					# The refill: the pages QEMU gave back.
+					pool_wait || bad=$((bad + 1))
+					t1=$(now)
+					rs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
+					echo "$rs ${r0:-0}" >>"$refill"
+					say "$sz round $r/$RUNS: pool refill after $c: $rs s (it held ${r0:-?} of $pages at the exit)"
+				fi ;;
+			esac
+			timed=$((timed + 1))
+			[ "$ok" = 1 ] || bad=$((bad + 1))
+			say "$sz round $r/$RUNS: ${LABEL[$c]}: $secs s${touched:+, $touched pages touched}, $free0 1 GiB pages free before$([ "$ok" = 1 ] || echo ', FAILED')"
+			row="$row $secs"
+		done
+		echo "$row" >>"$res"
+	done
+	pool_conf 0
+	kill -HUP "$pid"
+	pool_wait 0 exact || bad=$((bad + 1))
+	hp_release
+	echo
+	echo "size $sz ($pages x 1 GiB pages), $RUNS rounds, TCG guest touching ${touched:-?} 4 KiB pages (the RAM below 4 GiB)"
+	printf '%-38s %8s  %-13s  %6s  %6s\n' config "median s" "(min-max)" "x lazy" "x pre"
+	i=0
+	for c in "${CONFIGS_1G[@]}"; do
+		i=$((i + 1))
+		printf '%-38s %s\n' "${LABEL[$c]}" "$(summary $i 1 2 "$res")"
+	done
+	# GB/s: the pages the pool lacked at the exit over the refill time.
+	awk -v p="$pages" '{ n++; t[n] = $1; h = h " " $2
+		g[n] = $1 > 0 ? (p - $2) * 1.073741824 / $1 : 0 }
+	function med(a, n,   i, j, x) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				x = a[j]; a[j] = a[j - 1]; a[j - 1] = x
+			}
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	END {
+		if (n == 0)
+			exit
+		m = med(t, n); r = med(g, n)
+		printf "%-38s %8.3f  (%.3f-%.3f)  %.2f GB/s; pages held at the exits:%s\n",
+		    "pool refill after a pool-full guest", m, t[1], t[n], r, h
+	}' "$refill"
+	sizes_done=$((sizes_done + 1))
+}
 
 start=$(now)
 sizes_done=0
 for sz in $SIZES; do
 	mb=$(size_mb "$sz")
-	pages=$((mb / 2))
+	pages=$((mb / PMB))
+	if [ "$PG" = 1g ]; then
+		size_1g
+		continue
+	fi
 	# Two guests' RAM (or a file and a guest), the pool's, its reserve.
 	need=$((3 * pages + 3 * SLACK))
 	hp_reserve_2m "$need"
@@ -380,7 +538,10 @@ done
 
 echo
 total=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
-if [ "$bad" = 0 ]; then
+if [ "$bad" = 0 ] && [ "$PG" = 1g ]; then
+	echo "verified: $timed timed runs in $sizes_done size(s), and every warm-up:" \
+	    "each QEMU exited 1 (the guest read zero in every page touched), each pool-full run got a pool file ($total s)"
+elif [ "$bad" = 0 ]; then
 	echo "verified: $timed timed runs in $sizes_done size(s), and every warm-up and fill:" \
 	    "each QEMU exited 1 (the guest read zero in every page), each hpz-run run registered with hpzerod;" \
 	    "a recycled file under hpz-run read zero in every word ($total s)"
