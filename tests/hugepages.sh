@@ -49,19 +49,29 @@ hp_reserve_1g() {
 }
 
 # hp_warm_1g N GOT: map and write HP_WARM_GIB (16) GiB of anonymous memory
-# once (dd's buffer, filled from /dev/zero), never more than the memory
-# available less 2 GiB, free it and compact.  Slow the first time on such a
-# VM (~0.3 GB/s), a few seconds after.
+# once (dd's buffer, filled from /dev/zero), free it and compact.  Slow the
+# first time on such a VM (~0.3 GB/s), a few seconds after.  One script at
+# a time (two at once ran the machine out of memory), sized under that
+# lock to leave a quarter of the memory and at least 4 GiB to the others,
+# and dd is the one the OOM killer takes first if it comes to that.
 hp_warm_1g() {
-	local avail gib
-	avail=$(awk '/^MemAvailable:/ { print int($2 / 1048576) }' /proc/meminfo)
-	gib=${HP_WARM_GIB:-16}
-	[ "$gib" -gt $((avail - 2)) ] && gib=$((avail - 2))
-	echo "hugepages: the kernel gave $2 of $1 1 GiB pages; writing" \
-	    "$gib GiB of memory once and compacting, then asking again" >&2
-	[ "$gib" -gt 0 ] && dd if=/dev/zero of=/dev/null bs="${gib}G" count=1 \
-	    iflag=fullblock status=none 2>/dev/null
-	echo 1 > /proc/sys/vm/compact_memory 2>/dev/null
+	(
+		flock 9
+		set -- "$1" "$2" $(awk '/^MemAvailable:/ { a = $2 }
+		    /^MemTotal:/ { t = $2 }
+		    END { k = t / 4 > 4194304 ? t / 4 : 4194304
+			print int((a - k) / 1048576) }' /proc/meminfo)
+		gib=${HP_WARM_GIB:-16}
+		[ "$gib" -gt "$3" ] && gib=$3
+		echo "hugepages: the kernel gave $2 of $1 1 GiB pages; writing" \
+		    "$gib GiB of memory once and compacting, then asking again" >&2
+		if [ "$gib" -gt 0 ]; then
+			(echo 1000 > /proc/self/oom_score_adj
+			exec dd if=/dev/zero of=/dev/null bs="${gib}G" count=1 \
+			    iflag=fullblock status=none) 2>/dev/null || true
+		fi
+		echo 1 > /proc/sys/vm/compact_memory 2>/dev/null || true
+	) 9>"$HP_LOCK.warm"
 }
 
 # hp_release: give back everything this script added.
