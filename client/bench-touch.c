@@ -156,12 +156,16 @@ bench_touch(void *addr, size_t size, size_t page, int threads,
 	return ((double)(t1 - t0) / 1e9);
 }
 
-/* The figures of one touch, into out[BENCH_NFIGS]. */
+/*
+ * The figures of one touch, into out[BENCH_NFIGS]; no GB/s (NAN, printed
+ * "-") from a touch shorter than twice what the clock can tell.
+ */
 void
 bench_touch_figures(double secs, size_t size, double *fault_ns, double *read_ns,
     size_t n, double *out)
 {
-	out[FIG_GBS] = (double)size / secs / 1e9;
+	out[FIG_GBS] = secs * 1e9 < 2.0 * (double)clock_resolution_ns() ? NAN :
+	    (double)size / secs / 1e9;
 	out[FIG_FAULT_P50] = cli_pct(fault_ns, n, 0.50) / 1e3;
 	out[FIG_FAULT_P99] = cli_pct(fault_ns, n, 0.99) / 1e3;
 	out[FIG_FAULT_MAX] = cli_pct(fault_ns, n, 1.0) / 1e3;
