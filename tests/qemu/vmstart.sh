@@ -337,7 +337,7 @@ pool_set() {
 # are all the pages needed: a pool-full guest's pool refills after it
 # exits, as it would on a host with no pages to spare.
 size_1g() {
-	local c r row half=$((mb / 2 / PMB * PMB)) t0 t1 r0 rs
+	local c r row half=$((mb / 2 / PMB * PMB)) t0 t1 r0 rs tpages=
 	need=$((pages + 1))
 	hp_reserve_1g "$need"
 	if [ "$(cat "$FREE")" -lt "$need" ]; then
@@ -405,6 +405,7 @@ size_1g() {
 			timed=$((timed + 1))
 			[ "$ok" = 1 ] || bad=$((bad + 1))
 			say "$sz round $r/$RUNS: ${LABEL[$c]}: $secs s${touched:+, $touched pages touched}, $free0 1 GiB pages free before$([ "$ok" = 1 ] || echo ', FAILED')"
+			[ -n "$touched" ] && tpages=$touched
 			row="$row $secs"
 		done
 		echo "$row" >>"$res"
@@ -412,7 +413,7 @@ size_1g() {
 	pool_set 0 || bad=$((bad + 1))
 	hp_release
 	echo
-	echo "size $sz ($pages x 1 GiB pages), $RUNS rounds, TCG guest touching ${touched:-?} 4 KiB pages (the RAM below 4 GiB)"
+	echo "size $sz ($pages x 1 GiB pages), $RUNS rounds, TCG guest touching ${tpages:-?} 4 KiB pages (the RAM below 4 GiB)"
 	printf '%-38s %8s  %-13s  %6s  %6s\n' config "median s" "(min-max)" "x lazy" "x pre"
 	i=0
 	for c in "${CONFIGS_1G[@]}"; do
