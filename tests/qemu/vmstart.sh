@@ -297,15 +297,24 @@ summary() {
 			}
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
-	{ n++; t[n] = $c; rk[n] = $c / $k; rp[n] = $c / $p }
+	# A failed run (FAIL) has no time, and no ratio in its round.
+	$c !~ /^[0-9.]+$/ { f++; next }
+	{ n++; t[n] = $c
+	  if ($k ~ /^[0-9.]+$/) rk[++nk] = $c / $k
+	  if ($p ~ /^[0-9.]+$/) rp[++np] = $c / $p }
 	END {
+		if (n == 0) {
+			printf "       -  (every run failed)\n"
+			exit
+		}
 		mn = mx = t[1]
 		for (i = 2; i <= n; i++) {
 			if (t[i] < mn) mn = t[i]
 			if (t[i] > mx) mx = t[i]
 		}
-		printf "%8.3f  (%.3f-%.3f)  %6.2f  %6.2f\n",
-		    med(t, n), mn, mx, med(rk, n), med(rp, n)
+		printf "%8.3f  (%.3f-%.3f)  %6.2f  %6.2f%s\n",
+		    med(t, n), mn, mx, med(rk, nk), med(rp, np),
+		    f ? sprintf("  (%d failed, left out)", f) : ""
 	}' "$4"
 }
 
@@ -406,7 +415,7 @@ size_1g() {
 			[ "$ok" = 1 ] || bad=$((bad + 1))
 			say "$sz round $r/$RUNS: ${LABEL[$c]}: $secs s${touched:+, $touched pages touched}, $free0 1 GiB pages free before$([ "$ok" = 1 ] || echo ', FAILED')"
 			[ -n "$touched" ] && tpages=$touched
-			row="$row $secs"
+			if [ "$ok" = 1 ]; then row="$row $secs"; else row="$row FAIL"; fi
 		done
 		echo "$row" >>"$res"
 	done
