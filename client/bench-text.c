@@ -385,11 +385,11 @@ bench_text(const struct bench *b)
 	printf("\nEach cell: median (min-max) over the runs.  kernel: first"
 	    " touch of a fresh\nshared hugetlb memfd of the same size (what a"
 	    " VMM maps without hpzerod),\nby the same threads, in the same"
-	    " run.  hpzerod/kernel: the"
-	    " ratio within each run; above 1 is better\nfor GB/s, below 1 is"
-	    " better for latencies.  Latencies: each huge page's\nfirst access"
-	    " (the fault, mid-page); read-after-fault: reading the 64"
-	    " lines\nof the faulting 4 KiB right after it.\n");
+	    " run.  hpzerod/kernel: the ratio within each\nrun; above 1 is"
+	    " better for GB/s, below 1 is better for latencies.\nLatencies:"
+	    " each huge page's first access (the fault, mid-page);\n"
+	    "read-after-fault: reading the 64 lines of the faulting 4 KiB"
+	    " right after it.\n");
 	if (bench_text_has_bg(b)) {
 		printf("\nBackground work (daemon/scrub.c, SCHED_IDLE"
 		    " threads): budget ");
