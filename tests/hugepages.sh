@@ -57,12 +57,12 @@ hp_reserve_1g() {
 hp_warm_1g() {
 	(
 		flock 9
-		set -- "$1" "$2" $(awk '/^MemAvailable:/ { a = $2 }
+		room=$(awk '/^MemAvailable:/ { a = $2 }
 		    /^MemTotal:/ { t = $2 }
 		    END { k = t / 4 > 4194304 ? t / 4 : 4194304
 			print int((a - k) / 1048576) }' /proc/meminfo)
 		gib=${HP_WARM_GIB:-16}
-		[ "$gib" -gt "$3" ] && gib=$3
+		[ "$gib" -gt "$room" ] && gib=$room
 		echo "hugepages: the kernel gave $2 of $1 1 GiB pages; writing" \
 		    "$gib GiB of memory once and compacting, then asking again" >&2
 		if [ "$gib" -gt 0 ]; then
