@@ -787,10 +787,19 @@ bench_run_case(struct bench *b, struct bench_case *c)
 	for (run = 1; run <= b->runs; run++) {
 		if (!bench_run_wait_pool(c, need))
 			break;
-		if (bench_run_kernel(c, run, k, scratch) != 0)
+		/*
+		 * Kernel first in odd runs, hpzerod first in even ones: the
+		 * second touch of a run gets the pages the first gave back,
+		 * and neither side should always be the second.
+		 */
+		if (run % 2 == 1 && bench_run_kernel(c, run, k, scratch) != 0)
 			break;
 		rc = bench_run_hpz(b, c, run, h, scratch);
 		if (rc == -1)
+			break;
+		if (rc == 0 && run % 2 == 0 &&
+		    (!bench_run_wait_pool(c, need) ||
+		    bench_run_kernel(c, run, k, scratch) != 0))
 			break;
 		if (rc != 0) {
 			free(scratch);

@@ -3,11 +3,12 @@
  *
  * A case is a page size (2 MiB, 1 GiB), a mode ("recycled": a registered
  * region written with a pattern, then hpz_reset; "fresh": a region just
- * registered) and a number of touching threads.  Each run of a case first
- * times the kernel on a fresh shared hugetlb memfd of the same size (what a
- * VMM maps without hpzerod), then
- * hpzerod, so every hpzerod figure has a kernel figure from the same run
- * beside it; the table shows the median and min-max over the runs.
+ * registered) and a number of touching threads.  Each run of a case times
+ * the kernel on a fresh shared hugetlb memfd of the same size (what a VMM
+ * maps without hpzerod) and hpzerod (odd runs the kernel first, even runs
+ * hpzerod first), so every hpzerod figure has a kernel figure from the
+ * same run beside it; the table shows the median and min-max over the
+ * runs.
  *
  * A touch: each thread takes a contiguous share of the region; for each
  * huge page of its share it times the first access (in the middle of the
