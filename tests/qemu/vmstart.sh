@@ -411,6 +411,10 @@ size_1g() {
 					rs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
 					echo "$rs ${r0:-0}" >>"$refill"
 					say "$sz round $r/$RUNS: pool refill after $c: $rs s (it held ${r0:-?} of $pages at the exit)"
+				else
+					# Untimed: the next row starts with the pool at
+					# half again, not racing its refill for pages.
+					pool_wait $((half / PMB)) || bad=$((bad + 1))
 				fi ;;
 			esac
 			timed=$((timed + 1))
