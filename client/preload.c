@@ -1015,7 +1015,9 @@ preload_pool_swap(int fd, off64_t len)
 	if (len < (off64_t)preload_min || fstat(fd, &st) == -1 ||
 	    st.st_size != 0 || (seals != 0 && seals != F_SEAL_SEAL))
 		return;
-	if ((pfd = hpz_pool_take(0, mine.page, mine.name, &ready)) < 0) {
+	/* What it asks for, no more: the rest of the pool is the others'. */
+	if ((pfd = hpz_pool_take((size_t)len, mine.page, mine.name,
+	    &ready)) < 0) {
 		/* ENOENT: the pool is off; not worth a line. */
 		if (preload_verbose && pfd != -ENOENT)
 			preload_say("hpz-run: [%d] memfd '%s': no pool file: "

@@ -503,7 +503,8 @@ struct conf {
 						   size_1g: bytes a node */
 	uint64_t	 pool_reserve[POOL_NSIZES];	/* reserve_2m, _1g */
 	double		 pool_gbs;		/* gbs, 0: unlimited */
-	uint64_t	 pool_uid_bytes;	/* uid_bytes a minute, 0: no limit */
+	uint64_t	 pool_uid_bytes;	/* uid_bytes a minute, 0: uid_share */
+	int		 pool_uid_share;	/* % of the host's pages, 0: none */
 	/* [policy]: re-read on SIGHUP. */
 	int		 intercept;		/* intercept = auto|always */
 	int		 step_aside;		/* step_aside = auto|never|always */

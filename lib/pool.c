@@ -126,10 +126,8 @@ hpz_pool_take(size_t len, unsigned int flags, const char *name,
 		return (lib_fail(-EINVAL, "flags 0x%x: the pool has "
 		    "HPZ_PAGE_2M and HPZ_PAGE_1G files only", flags));
 	}
-	if (len % page != 0)
-		return (lib_fail(-EINVAL, "length %zu is not a multiple of "
-		    "the page size %llu", len, (unsigned long long)page));
 	proto_init(&req, HPZ_MSG_POOL_TAKE, sizeof(req), 0);
+	/* The daemon rounds up to the page: a file of len bytes or less. */
 	req.len = len;
 	req.page_size = page;
 	if (pool_policy(&req.nodes, &req.node) != 0)
