@@ -4,7 +4,7 @@
  *
  * A pool is one page size on one NUMA node.  It holds up to POOL_FILES
  * memfds of our own, each a run of allocated, zero pages from offset 0: a
- * few small ones (1, 2, 4 ... pages, at most an eighth of the pool) for
+ * few small ones (1, 2, 4 ... pages, at most 1/64 of the pool) for
  * small requests, and one that grows to everything else, for the big
  * guest.  One file at a time grows; every filler of the node (one per CPU
  * of the node, SCHED_IDLE, bound to that CPU and to the node's memory)
@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define POOL_FILES		16
-#define POOL_SMALL_SHARE	8	/* small files: 1/8 of the pool */
+#define POOL_SMALL_SHARE	64	/* small files: 1/64 of the pool */
 
 struct pool_file {
 	int			 fd;		/* -1: an empty slot */

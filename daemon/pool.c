@@ -453,7 +453,7 @@ pool_take(struct client *c, const struct hpz_msg *m)
 	struct pool_waiter		*w;
 	struct pool_uid			*u;
 	struct pool			*p;
-	uint64_t			 pages = 0, want, cap, ps, left;
+	uint64_t			 pages = 0, want, cap, ps, left, need;
 	int				 psi, r = -1, k = -1, fd = -1;
 
 	psi = pool_size_index(t->page_size);
@@ -469,8 +469,21 @@ pool_take(struct client *c, const struct hpz_msg *m)
 	/* No more than what the uid may still take. */
 	if ((cap = pool_uid_cap(psi)) > 0 && (u = pool_uid(c->uid, psi, cap,
 	    stats_now_ns())) != NULL) {
+		/*
+		 * Whole requests only: a share that covers part of one is
+		 * refused, not served by cutting a file for it.  (len 0: what
+		 * the pool holds; a request above the whole share: the share.)
+		 */
 		left = u->tokens > 0 ? (uint64_t)u->tokens / ps : 0;
-		if (left == 0) {
+		need = want != UINT64_MAX ? want : 0;
+		if (need == 0)
+			for (k = 0; k < pool_nnodes; k++)
+				if ((p = pool_get(psi, k)) != NULL &&
+				    atomic_load(&p->ready) > need)
+					need = atomic_load(&p->ready);
+		if (need > cap / ps)
+			need = cap / ps;
+		if (left == 0 || left < need) {
 			if ((p = pool_get(psi, t->node >= 0 ? t->node : 0)) !=
 			    NULL)
 				atomic_fetch_add(&p->refused, 1);

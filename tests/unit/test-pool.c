@@ -118,23 +118,26 @@ Test(pool, small_files_first_then_one_for_the_rest)
 	uint64_t		r[8] = { 0 };
 	int			sm[8] = { 0 }, small;
 
-	/* 64 pages of room: 1, 2, 4 (an eighth), then the rest in one. */
+	/* 512 pages of room: 1, 2, 4 (1/64), then the rest in one. */
 	files_of(f, 8, r, sm);
-	cr_assert_eq(pool_layout_cap(f, 8, 64, 100, &small), 1);
+	cr_assert_eq(pool_layout_cap(f, 8, 512, 1000, &small), 1);
 	cr_assert_eq(small, 1);
 	r[0] = 1; sm[0] = 1;
 	files_of(f, 8, r, sm);
-	cr_assert_eq(pool_layout_cap(f, 8, 64, 100, &small), 2);
+	cr_assert_eq(pool_layout_cap(f, 8, 512, 1000, &small), 2);
 	r[1] = 2; sm[1] = 1;
 	r[2] = 4; sm[2] = 1;
 	files_of(f, 8, r, sm);
-	cr_assert_eq(pool_layout_cap(f, 8, 64, 100, &small), 100);
+	cr_assert_eq(pool_layout_cap(f, 8, 512, 1000, &small), 1000);
 	cr_assert_eq(small, 0, "the big file is a small one");
 	/* The 2 was taken: it comes back before anything else. */
 	r[1] = 0;
 	files_of(f, 8, r, sm);
-	cr_assert_eq(pool_layout_cap(f, 8, 64, 100, &small), 2);
-	/* A few 1 GiB pages: no small files, one file for a guest. */
+	cr_assert_eq(pool_layout_cap(f, 8, 512, 1000, &small), 2);
+	/* A pool of 16 pages, or a few 1 GiB ones: one file for a guest. */
+	files_of(f, 8, (const uint64_t[8]){ 0 }, NULL);
+	cr_assert_eq(pool_layout_cap(f, 8, 16, 16, &small), 16);
+	cr_assert_eq(small, 0);
 	files_of(f, 8, (const uint64_t[8]){ 0 }, NULL);
 	cr_assert_eq(pool_layout_cap(f, 8, 6, 6, &small), 6);
 	cr_assert_eq(small, 0);
