@@ -26,6 +26,7 @@
 
 #define PD_PAGE		(2 * MiB)
 #define PD_TAKES	256	/* mappings of what others free meanwhile */
+#define PD_LOOPERS	3	/* processes of one uid asking without end */
 
 /* --- a program under hpz-run: this binary, before criterion starts ------- */
 
@@ -805,7 +806,14 @@ Test(pool, a_take_gets_what_it_asks_and_the_rest_stays_for_others)
 	itest_need_pages(2048, 16 + 16 + 8);
 	pd_start(&d, "[pool]\nsize_2m = 32M\nreserve_2m = 16M\n");
 	pd_wait_ready(16);
-	/* 9 MiB: five pages, not the pool's sixteen. */
+	/* 10 MiB: five pages, not the pool's sixteen. */
+	fd = hpz_pool_take(10 * MiB, HPZ_PAGE_2M, "small guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, 10 * MiB, "asked for 10 MiB, got a file of %zu "
+	    "bytes", ready);
+	close(fd);
+	pd_wait_ready(16);
+	/* 9 MiB: rounded up to the page. */
 	fd = hpz_pool_take(9 * MiB, HPZ_PAGE_2M, "small guest", &ready);
 	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
 	cr_assert_eq(fstat(fd, &st), 0);
@@ -813,7 +821,7 @@ Test(pool, a_take_gets_what_it_asks_and_the_rest_stays_for_others)
 	    "bytes (%lld on disk)", ready, (long long)st.st_size);
 	cr_assert_eq(st.st_size, 10 * MiB);
 	p = pd_pool();
-	cr_assert_eq(p.handout_pages, 5);
+	cr_assert_eq(p.handout_pages, 10);
 	/* The rest is the others': a client of another uid gets it all. */
 	pd_wait_ready(16);
 	cr_assert_eq(chmod(d.dir, 0755), 0);
@@ -837,7 +845,7 @@ Test(pool, one_uid_looping_on_take_cannot_keep_the_pool_empty)
 {
 	struct pd	 d;
 	size_t		 ready = 0;
-	pid_t		 looper, other;
+	pid_t		 looper[PD_LOOPERS], other;
 	int		 status, i, got = -1;
 
 	itest_need_pages(2048, 16 + 16 + 8);
@@ -846,16 +854,23 @@ Test(pool, one_uid_looping_on_take_cannot_keep_the_pool_empty)
 	cr_assert_eq(chmod(d.dir, 0755), 0);
 	cr_assert_eq(chmod(d.sock, 0666), 0);
 	pd_wait_ready(16);
-	looper = fork();
-	cr_assert_geq(looper, 0);
-	if (looper == 0) {
-		/* Everything it can get, as fast as it can, until killed. */
+	for (i = 0; i < PD_LOOPERS; i++) {
+		looper[i] = fork();
+		cr_assert_geq(looper[i], 0);
+		if (looper[i] != 0)
+			continue;
+		/*
+		 * Everything it can get, every half millisecond, until
+		 * killed (leaving the CPUs some idle time: the fillers run
+		 * only there).
+		 */
 		for (;;) {
 			int	f = hpz_pool_take(0, HPZ_PAGE_2M, "looper",
 				    &ready);
 
 			if (f >= 0)
 				close(f);
+			usleep(500);
 		}
 	}
 	/* Another uid, asking now and then, gets a whole pool's file. */
@@ -879,8 +894,10 @@ Test(pool, one_uid_looping_on_take_cannot_keep_the_pool_empty)
 	}
 	cr_assert_eq(waitpid(other, &status, 0), other);
 	got = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	kill(looper, SIGKILL);
-	waitpid(looper, NULL, 0);
+	for (i = 0; i < PD_LOOPERS; i++) {
+		kill(looper[i], SIGKILL);
+		waitpid(looper[i], NULL, 0);
+	}
 	cr_assert_eq(got, 0, "another uid got no whole file in 10 s while one "
 	    "uid looped on POOL_TAKE (exit %d; refused %llu)", got,
 	    pd_pool().refused);
