@@ -44,6 +44,8 @@ cat >"$dir/hpzerod.conf" <<EOF
 [pool]
 size_2m = ${POOL_MB}M
 reserve_2m = 16M
+; every guest here runs as root, one uid: what hpzerod.conf(5) says to set
+uid_share = 0
 EOF
 "$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$sock" \
     --workers 2 2>"$dir/hpzerod.log" 8>&- &
