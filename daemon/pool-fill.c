@@ -219,7 +219,11 @@ pool_counts(struct pool *p, uint64_t now)
 	total = pool_read_count(p->fd_nr);
 	node_free = p->fd_node >= 0 ? pool_read_count(p->fd_node) : free;
 	pthread_mutex_lock(&p->lock);
+	/* Pages being touched now may not show in the counts yet. */
+	resv += (uint64_t)p->nflight;
 	p->avail = free > resv ? free - resv : 0;
+	node_free = node_free > (uint64_t)p->nflight ? node_free -
+	    (uint64_t)p->nflight : 0;
 	p->node_free = node_free;
 	p->host_total = total;
 	p->host_at = now;
@@ -458,9 +462,7 @@ pool_step(struct pool *p)
 	pool_counts(p, now);
 	pthread_mutex_lock(&p->lock);
 	reserve = atomic_load(&pool_reserve[p->psi]);
-	if (p->owed > 0 && now < p->owed_until)
-		reserve += p->owed;
-	else
+	if (p->owed > 0 && now >= p->owed_until)
 		p->owed = 0;
 	held = pool_held(p);
 	target = atomic_load(&p->target);
@@ -468,8 +470,13 @@ pool_step(struct pool *p)
 	    reserve, held, target, &n);
 	switch (act) {
 	case POOL_FILL:
-		if (now < p->backoff)
+		/*
+		 * What a short hand-out's client still has to allocate is
+		 * not ours to take meanwhile (but no reason to give more).
+		 */
+		if (now < p->backoff || p->avail <= reserve + p->owed)
 			break;
+		reserve += p->owed;
 		room = held + (p->avail - reserve);
 		if (room > target)
 			room = target;
