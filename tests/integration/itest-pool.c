@@ -154,6 +154,10 @@ pd_write_conf(struct pd *d, const char *text)
 
 	cr_assert_not_null(f, "%s: %s", d->conf, strerror(errno));
 	fputs(text, f);
+	/* The default (all) would take the machine's free 1 GiB pages. */
+	if (strncmp(text, "[pool]\n", 7) == 0 && strstr(text, "size_1g") ==
+	    NULL)
+		fputs("size_1g = 0\n", f);
 	fclose(f);
 }
 

@@ -46,6 +46,8 @@ size_2m = ${POOL_MB}M
 reserve_2m = 16M
 ; every guest here runs as root, one uid: what hpzerod.conf(5) says to set
 uid_share = 0
+; not the machine's free 1 GiB pages (the default, all)
+size_1g = 0
 EOF
 "$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$sock" \
     --workers 2 2>"$dir/hpzerod.log" 8>&- &
