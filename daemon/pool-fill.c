@@ -121,7 +121,8 @@ pool_recount(struct pool *p)
 }
 
 /*
- * The size (pages) of the next file to grow, given the files there are:
+ * The size (pages) of the next file to grow, given the files there are
+ * (room 0: a pool sized by hand, one file):
  * the smallest of 1, 2, 4 ... pages missing while the small ones stay
  * within 1/POOL_SMALL_SHARE of room (pages the pool may hold), so that a
  * small request takes a small file; else one for everything else, up to
@@ -477,9 +478,11 @@ pool_step(struct pool *p)
 		if (now < p->backoff || p->avail <= reserve + p->owed)
 			break;
 		reserve += p->owed;
-		room = held + (p->avail - reserve);
-		if (room > target)
-			room = target;
+		/*
+		 * Small files only where the pool follows the host: a pool
+		 * sized by hand is sized for a guest, and is one file.
+		 */
+		room = target != UINT64_MAX ? 0 : held + (p->avail - reserve);
 		return (pool_fill_one(p, room, now));
 	case POOL_YIELD:
 	case POOL_SHRINK:
