@@ -415,7 +415,7 @@ int		 worker_id(const struct worker *);
 
 /* clear.c: see clear.h. */
 
-/* pool.c: huge pages allocated ahead, handed whole to new regions. */
+/* pool.c, pool-fill.c: huge pages allocated ahead, files cut to measure. */
 #define POOL_NSIZES	2	/* 2 MiB, 1 GiB: struct conf's arrays */
 enum pool_action {
 	POOL_NONE,
