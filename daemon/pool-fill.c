@@ -532,11 +532,15 @@ pool_main(void *arg)
 	struct sched_param	 sp;
 	cpu_set_t		 set;
 	unsigned long		 mask[TOPO_NODES_MAX / (8 * sizeof(long)) + 1];
-	char			 name[16];
+	char			 name[32];	/* the kernel keeps 15 */
 	int			 i, did;
 
-	snprintf(name, sizeof(name), "hpz-fill-%d", t->cpu >= 0 ? t->cpu :
-	    t->node);
+	/* hpz-pool-NODE-CPU: the node first, as one filler a node was named. */
+	if (t->cpu >= 0)
+		snprintf(name, sizeof(name), "hpz-pool-%d-%d", t->node, t->cpu);
+	else
+		snprintf(name, sizeof(name), "hpz-pool-%d", t->node);
+	name[15] = '\0';
 	pthread_setname_np(pthread_self(), name);
 	memset(&sp, 0, sizeof(sp));
 	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
