@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -767,6 +768,8 @@ preload_settle(int fd)
 }
 static int	preload_pool_map(void *, size_t, int, off64_t);
 static void	preload_pool_forget(int);
+/* Bumped by every munmap and fixed mmap: a populate ahead stops. */
+static unsigned long	preload_map_gen;
 
 static void *
 preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
@@ -781,8 +784,10 @@ preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		    is64));
 	preload_busy++;
 	/* A fixed mapping replaces what was there, registration and all. */
-	if ((flags & MAP_FIXED) != 0)
+	if ((flags & MAP_FIXED) != 0) {
+		__atomic_add_fetch(&preload_map_gen, 1, __ATOMIC_RELAXED);
 		preload_release(addr, len);
+	}
 	/* A memfd mapped before it is sized keeps its own file. */
 	if (fd >= 0 &&
 	    __atomic_load_n(&preload_ncandidates, __ATOMIC_RELAXED) != 0)
@@ -819,6 +824,7 @@ munmap(void *addr, size_t len)
 {
 	int	saved = errno;
 
+	__atomic_add_fetch(&preload_map_gen, 1, __ATOMIC_RELAXED);
 	if (preload_ready()) {
 		preload_busy++;
 		preload_release(addr, len);
@@ -1015,7 +1021,9 @@ preload_pool_swap(int fd, off64_t len)
 	if (len < (off64_t)preload_min || fstat(fd, &st) == -1 ||
 	    st.st_size != 0 || (seals != 0 && seals != F_SEAL_SEAL))
 		return;
-	if ((pfd = hpz_pool_take(0, mine.page, mine.name, &ready)) < 0) {
+	/* What it asks for, no more: the rest of the pool is the others'. */
+	if ((pfd = hpz_pool_take((size_t)len, mine.page, mine.name,
+	    &ready)) < 0) {
 		/* ENOENT: the pool is off; not worth a line. */
 		if (preload_verbose && pfd != -ENOENT)
 			preload_say("hpz-run: [%d] memfd '%s': no pool file: "
@@ -1083,6 +1091,59 @@ ftruncate64(int fd, off64_t len)
 	return (preload_ftruncate(fd, len, 1, __builtin_return_address(0)));
 }
 
+/* The rest of a pool file's mapping, populated from its end (a thread). */
+struct preload_ahead {
+	char		*lo;
+	char		*hi;
+	size_t		 page;
+	unsigned long	 gen;
+};
+
+/*
+ * At SCHED_IDLE: only cores with nothing else to do zero the rest, from
+ * the end, while the program (QEMU's prealloc) works from the start; both
+ * fault the same file, so a page either of them allocated is done for the
+ * other.  It stops at the first munmap or fixed mmap of the program's, or
+ * at the first error.
+ */
+static void *
+preload_ahead_main(void *arg)
+{
+	struct preload_ahead	a = *(struct preload_ahead *)arg;
+	struct sched_param	sp;
+	char			*p;
+
+	free(arg);
+	memset(&sp, 0, sizeof(sp));
+	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	for (p = a.hi; p > a.lo; p -= a.page)
+		if (__atomic_load_n(&preload_map_gen, __ATOMIC_RELAXED) !=
+		    a.gen || madvise(p - a.page, a.page, MADV_POPULATE_READ) !=
+		    0)
+			break;
+	return (NULL);
+}
+
+static void
+preload_ahead(char *lo, char *hi, size_t page)
+{
+	struct preload_ahead	*a;
+	pthread_attr_t		 at;
+	pthread_t		 t;
+
+	if (hi <= lo || (a = malloc(sizeof(*a))) == NULL)
+		return;
+	a->lo = lo;
+	a->hi = hi;
+	a->page = page;
+	a->gen = __atomic_load_n(&preload_map_gen, __ATOMIC_RELAXED);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, preload_ahead_main, a) != 0)
+		free(a);
+	pthread_attr_destroy(&at);
+}
+
 /*
  * A mapping of a pool file: its pages are allocated and zero, so there is
  * nothing for hpzerod to do on them unless the flags ask for work
@@ -1094,13 +1155,15 @@ static int
 preload_pool_map(void *addr, size_t len, int fd, off64_t off)
 {
 	struct preload_memfd	*m;
-	size_t			 ready = 0, n;
+	size_t			 ready = 0, n, page = 0;
 	char			 sz[32], sz2[32];
 	int			 pool;
 
 	pthread_mutex_lock(&preload_lock);
-	if ((pool = (m = preload_memfd_find(fd, 2)) != NULL))
+	if ((pool = (m = preload_memfd_find(fd, 2)) != NULL)) {
 		ready = m->ready;
+		page = m->page == HPZ_PAGE_1G ? 1UL << 30 : 2UL << 20;
+	}
 	pthread_mutex_unlock(&preload_lock);
 	if (!pool)
 		return (0);
@@ -1113,6 +1176,10 @@ preload_pool_map(void *addr, size_t len, int fd, off64_t off)
 	if ((preload_flags & (HPZ_AHEAD_EAGER | HPZ_AHEAD_ONFAULT |
 	    HPZ_DISCARD)) != 0)
 		return (0);
+	/* More than the pool had: the rest ahead, on idle cores. */
+	if ((preload_flags & HPZ_NO_PREMAP) == 0 && n < len && page > 0 &&
+	    len % page == 0)
+		preload_ahead((char *)addr + n, (char *)addr + len, page);
 	if (preload_verbose)
 		preload_say("hpz-run: [%d] %s at %p is a pool file: left to "
 		    "the kernel (%s of it allocated and zero)", (int)getpid(),

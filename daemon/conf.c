@@ -113,9 +113,9 @@ static const struct conf_key conf_keys[] = {
 	    NULL, "yes", "on|off", "keep a pre-zeroed pool of huge pages",
 	    CONF_RELOAD },
 	{ "pool", "size_2m", NULL, 0, CONF_POOL_SIZE, CONF_FIELD(pool_size[0]),
-	    CONF_PAGE_2M, 0, NULL, "1G", NULL, NULL, CONF_RELOAD },
+	    CONF_PAGE_2M, 0, NULL, "all", NULL, NULL, CONF_RELOAD },
 	{ "pool", "size_1g", NULL, 0, CONF_POOL_SIZE, CONF_FIELD(pool_size[1]),
-	    CONF_PAGE_1G, 0, NULL, "1G", NULL, NULL, CONF_RELOAD },
+	    CONF_PAGE_1G, 0, NULL, "all", NULL, NULL, CONF_RELOAD },
 	{ "pool", "reserve_2m", NULL, 0, CONF_BYTES,
 	    CONF_FIELD(pool_reserve[0]), 0, UINT64_MAX, NULL, "2G", NULL, NULL,
 	    CONF_RELOAD },
@@ -127,6 +127,8 @@ static const struct conf_key conf_keys[] = {
 	{ "pool", "uid_bytes", NULL, 0, CONF_BYTES, CONF_FIELD(pool_uid_bytes),
 	    0, UINT64_MAX, NULL, "0", NULL, NULL,
 	    CONF_RELOAD | CONF_UNLIMITED },
+	{ "pool", "uid_share", NULL, 0, CONF_INT, CONF_FIELD(pool_uid_share),
+	    0, 100, NULL, "100", NULL, NULL, CONF_RELOAD | CONF_UNLIMITED },
 	{ "policy", "intercept", "intercept", 0, CONF_WORD,
 	    CONF_FIELD(intercept), 0, 0, conf_intercepts, "auto", "auto|always",
 	    "trap faults only while a range holds garbage",
@@ -269,6 +271,12 @@ conf_parse_pool_size(const char *s, uint64_t page, uint64_t *out)
 	size_t		 n;
 	int		 i;
 
+	if (strcmp(s, "all") == 0) {
+		/* Every free page above the reserve (pool-fill.c). */
+		for (i = 0; i < TOPO_NODES_MAX; i++)
+			out[i] = UINT64_MAX;
+		return (0);
+	}
 	if (strchr(s, ':') == NULL) {
 		if (conf_parse_bytes(s, &v) == -1 || v % page != 0)
 			return (-1);
@@ -399,8 +407,9 @@ conf_expect(const struct conf_key *k, int option, char *buf, size_t len)
 		conf_format_words("", k->words, buf, len);
 		break;
 	case CONF_POOL_SIZE:
-		snprintf(buf, len, "a multiple of %s, or NODE:SIZE,... (such as "
-		    "0:1G,1:2G)", lo);
+		snprintf(buf, len, "all (every free page above the reserve), "
+		    "a multiple of %s, or NODE:SIZE,... (such as 0:1G,1:2G)",
+		    lo);
 		break;
 	}
 }
@@ -515,7 +524,10 @@ conf_format_pool_size(const uint64_t *v, char *buf, size_t len)
 		if (v[i] != v[0])
 			same = 0;
 	if (same) {
-		conf_format_bytes(v[0], buf, len);
+		if (v[0] == UINT64_MAX)
+			snprintf(buf, len, "all");
+		else
+			conf_format_bytes(v[0], buf, len);
 		return;
 	}
 	buf[0] = '\0';

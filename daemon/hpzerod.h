@@ -415,7 +415,7 @@ int		 worker_id(const struct worker *);
 
 /* clear.c: see clear.h. */
 
-/* pool.c: huge pages allocated ahead, handed whole to new regions. */
+/* pool.c, pool-fill.c: huge pages allocated ahead, files cut to measure. */
 #define POOL_NSIZES	2	/* 2 MiB, 1 GiB: struct conf's arrays */
 enum pool_action {
 	POOL_NONE,
@@ -503,7 +503,8 @@ struct conf {
 						   size_1g: bytes a node */
 	uint64_t	 pool_reserve[POOL_NSIZES];	/* reserve_2m, _1g */
 	double		 pool_gbs;		/* gbs, 0: unlimited */
-	uint64_t	 pool_uid_bytes;	/* uid_bytes a minute, 0: no limit */
+	uint64_t	 pool_uid_bytes;	/* uid_bytes a minute, 0: uid_share */
+	int		 pool_uid_share;	/* % of the host's pages, 0: none */
 	/* [policy]: re-read on SIGHUP. */
 	int		 intercept;		/* intercept = auto|always */
 	int		 step_aside;		/* step_aside = auto|never|always */

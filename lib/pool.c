@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,11 +127,11 @@ hpz_pool_take(size_t len, unsigned int flags, const char *name,
 		return (lib_fail(-EINVAL, "flags 0x%x: the pool has "
 		    "HPZ_PAGE_2M and HPZ_PAGE_1G files only", flags));
 	}
-	if (len % page != 0)
-		return (lib_fail(-EINVAL, "length %zu is not a multiple of "
-		    "the page size %llu", len, (unsigned long long)page));
 	proto_init(&req, HPZ_MSG_POOL_TAKE, sizeof(req), 0);
-	req.len = len;
+	/* Whole pages on the wire: len rounded up to the page. */
+	if (len > SIZE_MAX - page)
+		return (lib_fail(-EINVAL, "length %zu: too large", len));
+	req.len = (len + page - 1) / page * page;
 	req.page_size = page;
 	if (pool_policy(&req.nodes, &req.node) != 0)
 		return (lib_fail(-ENOENT, "the memory policy interleaves (or "

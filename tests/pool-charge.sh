@@ -85,7 +85,7 @@ fi
 
 hp_reserve_2m $((3 * pages + 16))
 sock=$dir/s.sock
-printf '[pool]\nsize_2m = %sM\nreserve_2m = 16M\n' "$SIZE_MB" >"$dir/c.conf"
+printf '[pool]\nsize_2m = %sM\nreserve_2m = 16M\nsize_1g = 0\n' "$SIZE_MB" >"$dir/c.conf"
 # The daemon starts in its group, so its threads are there from the start.
 sh -c 'echo $$ >"$1/cgroup.procs" && { [ -z "$2" ] || echo $$ >"$2/cgroup.procs"; } &&
     exec "$3/daemon/hpzerod" --config "$4" --socket "$5" --workers 2' sh \

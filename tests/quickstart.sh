@@ -145,7 +145,7 @@ echo "2 MiB pages free: $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hug
 step "starting hpzerod on $dir/hpzerod.sock"
 # The pool holds one demo region; by default it keeps 2G free for other
 # programs, more than the pages reserved here (hpzerod.conf(5)).
-printf '[pool]\nsize_2m = %sM\nreserve_2m = 16M\n' "$size_mib" >"$dir/hpzerod.conf"
+printf '[pool]\nsize_2m = %sM\nreserve_2m = 16M\nsize_1g = 0\n' "$size_mib" >"$dir/hpzerod.conf"
 ./daemon/hpzerod --config "$dir/hpzerod.conf" --socket "$dir/hpzerod.sock" \
     2>"$dir/hpzerod.log" &
 pid=$!

@@ -26,6 +26,7 @@
 
 #define PD_PAGE		(2 * MiB)
 #define PD_TAKES	256	/* mappings of what others free meanwhile */
+#define PD_LOOPERS	3	/* processes of one uid asking without end */
 
 /* --- a program under hpz-run: this binary, before criterion starts ------- */
 
@@ -153,6 +154,10 @@ pd_write_conf(struct pd *d, const char *text)
 
 	cr_assert_not_null(f, "%s: %s", d->conf, strerror(errno));
 	fputs(text, f);
+	/* The default (all) would take the machine's free 1 GiB pages. */
+	if (strncmp(text, "[pool]\n", 7) == 0 && strstr(text, "size_1g") ==
+	    NULL)
+		fputs("size_1g = 0\n", f);
 	fclose(f);
 }
 
@@ -790,5 +795,166 @@ Test(pool, hpz_run_memfd_becomes_a_pool_file)
 	    "it became a pool file under its mapping, 14: the mapping and the "
 	    "fd are not one file)", rc);
 	cr_assert_eq(pd_pool().handouts, p1.handouts);
+	pd_stop(&d);
+}
+
+Test(pool, a_take_gets_what_it_asks_and_the_rest_stays_for_others)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	struct stat		 st;
+	size_t			 ready;
+	pid_t			 child;
+	int			 fd, status;
+
+	itest_need_pages(2048, 16 + 16 + 8);
+	pd_start(&d, "[pool]\nsize_2m = 32M\nreserve_2m = 16M\n");
+	pd_wait_ready(16);
+	/* 10 MiB: five pages, not the pool's sixteen. */
+	fd = hpz_pool_take(10 * MiB, HPZ_PAGE_2M, "small guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, 10 * MiB, "asked for 10 MiB, got a file of %zu "
+	    "bytes", ready);
+	close(fd);
+	pd_wait_ready(16);
+	/* 9 MiB: rounded up to the page. */
+	fd = hpz_pool_take(9 * MiB, HPZ_PAGE_2M, "small guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(ready, 10 * MiB, "asked for 9 MiB, got a file of %zu "
+	    "bytes (%lld on disk)", ready, (long long)st.st_size);
+	cr_assert_eq(st.st_size, 10 * MiB);
+	p = pd_pool();
+	cr_assert_eq(p.handout_pages, 10);
+	/* The rest is the others': a client of another uid gets it all. */
+	pd_wait_ready(16);
+	cr_assert_eq(chmod(d.dir, 0755), 0);
+	cr_assert_eq(chmod(d.sock, 0666), 0);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		fd = hpz_pool_take(32 * MiB, HPZ_PAGE_2M, "other", &ready);
+		_exit(fd >= 0 && ready == 32 * MiB ? 0 : 3);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the next client got less than the pool held: exit 0x%x", status);
+	close(fd);
+	pd_stop(&d);
+}
+
+Test(pool, one_uid_looping_on_take_cannot_keep_the_pool_empty)
+{
+	struct pd	 d;
+	size_t		 ready = 0;
+	pid_t		 looper[PD_LOOPERS], other;
+	int		 status, i, got = -1;
+
+	itest_need_pages(2048, 16 + 16 + 8);
+	/* The default share: no uid_bytes, no uid_share. */
+	pd_start(&d, "[pool]\nsize_2m = 32M\nreserve_2m = 16M\n");
+	cr_assert_eq(chmod(d.dir, 0755), 0);
+	cr_assert_eq(chmod(d.sock, 0666), 0);
+	pd_wait_ready(16);
+	for (i = 0; i < PD_LOOPERS; i++) {
+		looper[i] = fork();
+		cr_assert_geq(looper[i], 0);
+		if (looper[i] != 0)
+			continue;
+		/*
+		 * Everything it can get, every half millisecond, until
+		 * killed (leaving the CPUs some idle time: the fillers run
+		 * only there).
+		 */
+		for (;;) {
+			int	f = hpz_pool_take(0, HPZ_PAGE_2M, "looper",
+				    &ready);
+
+			if (f >= 0)
+				close(f);
+			usleep(500);
+		}
+	}
+	/* Another uid, asking now and then, gets a whole pool's file. */
+	other = fork();
+	cr_assert_geq(other, 0);
+	if (other == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		for (i = 0; i < 500 * itest_wait_scale(); i++) {
+			int	f = hpz_pool_take(32 * MiB, HPZ_PAGE_2M,
+				    "other", &ready);
+
+			if (f >= 0) {
+				close(f);
+				if (ready == 32 * MiB)
+					_exit(0);
+			}
+			usleep(20 * 1000);
+		}
+		_exit(3);
+	}
+	cr_assert_eq(waitpid(other, &status, 0), other);
+	got = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	for (i = 0; i < PD_LOOPERS; i++) {
+		kill(looper[i], SIGKILL);
+		waitpid(looper[i], NULL, 0);
+	}
+	cr_assert_eq(got, 0, "another uid got no whole file in 10 s while one "
+	    "uid looped on POOL_TAKE (exit %d; refused %llu)", got,
+	    pd_pool().refused);
+	cr_assert_gt(pd_pool().refused, 0, "the looper was never refused");
+	pd_stop(&d);
+}
+
+Test(pool, follows_the_host_and_a_plain_program_still_maps_the_reserve)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	unsigned char		*a, *b = MAP_FAILED;
+	char			 conf[256];
+	long			 avail;
+	int			 fa, fb, i;
+
+	itest_need_pages(2048, 24 + 16 + 8);
+	/* The default size (all) with a reserve that leaves it 24 pages. */
+	avail = pd_host_avail();
+	snprintf(conf, sizeof(conf), "[pool]\nreserve_2m = %ldM\n",
+	    (avail - 24) * 2);
+	pd_start(&d, conf);
+	p = pd_wait_ready(24);
+	cr_assert_eq(p.target_pages, 24);
+	/*
+	 * A program without hpzerod maps the reserve, MAP_SHARED as QEMU
+	 * does: hugetlb reserves it all at mmap, at once, before any yield.
+	 */
+	fa = memfd_create("plain", MFD_HUGETLB | MFD_HUGE_2MB);
+	cr_assert_geq(fa, 0);
+	cr_assert_eq(ftruncate(fa, (off_t)((avail - 24) * PD_PAGE)), 0);
+	a = mmap(NULL, (size_t)(avail - 24) * PD_PAGE, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fa, 0);
+	cr_assert_neq(a, MAP_FAILED, "a plain program could not map the "
+	    "reserve (%ld pages) while the pool held %llu: %s", avail - 24,
+	    pd_pool().ready_pages, strerror(errno));
+	/* The pool gives back to bring the host to its reserve again. */
+	fb = memfd_create("plain2", MFD_HUGETLB | MFD_HUGE_2MB);
+	cr_assert_geq(fb, 0);
+	cr_assert_eq(ftruncate(fb, 16 * PD_PAGE), 0);
+	for (i = 0; i < 1000 * itest_wait_scale() && b == MAP_FAILED; i++) {
+		b = mmap(NULL, 16 * PD_PAGE, PROT_READ | PROT_WRITE,
+		    MAP_SHARED, fb, 0);
+		if (b == MAP_FAILED)
+			usleep(10 * 1000);
+	}
+	p = pd_pool();
+	cr_assert_neq(b, MAP_FAILED, "no 16 pages for a second program after "
+	    "10 s: the pool holds %llu, gave back %llu", p.ready_pages,
+	    p.yielded_pages);
+	munmap(a, (size_t)(avail - 24) * PD_PAGE);
+	munmap(b, 16 * PD_PAGE);
+	close(fa);
+	close(fb);
 	pd_stop(&d);
 }

@@ -15,7 +15,9 @@
 # It checks that libvirt's capability probing accepts the wrapper, then
 # virsh define, start (the guest reads its RAM zero, then writes and
 # checks a pattern), that hpzerod registered QEMU's RAM for uid libvirt-qemu (fresh RAM: left to the kernel),
-# destroy, start again, destroy, undefine.  Exit 77 (skip) where libvirt,
+# destroy, start again, destroy, undefine; then with hpzerod's pool on,
+# libvirt's prealloc left as it is (no HPZ_QEMU_PREALLOC=off): QEMU's RAM
+# is a pool file, twice.  Exit 77 (skip) where libvirt,
 # QEMU or a mount namespace cannot run.
 set -u
 : "${HPZ_SRCDIR:?run from make check}" "${HPZ_BUILDDIR:?run from make check}"
@@ -74,7 +76,7 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	case "$prefix" in
 	/|/usr|/usr/|"") skip "the build installs into $prefix: binding a scratch install over it would hide the system" ;;
 	esac
-	hp_reserve_2m $((MEM_MB / 2 + 16))
+	hp_reserve_2m $((MEM_MB + 16))	# a guest and a pool of one
 	free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
 	[ "$free" -ge $((MEM_MB / 2)) ] ||
 		skip "only $free free 2 MiB huge pages, $((MEM_MB / 2)) needed"
@@ -171,8 +173,15 @@ hugetlbfs_mount = "$dir/hugepages"
 EOF
 
 # hpzerod on its default socket, which group hpz may use (hpzerod.socket).
-"$HPZEROD" --socket /run/hpzerod/hpzerod.sock --workers 2 --pool off \
-    2>"$dir/hpzerod.log" &
+# The pool off at first (the cycles without it), on for the last.
+pool_conf() {
+	printf '[pool]\nenable = %s\nsize_2m = %sM\nreserve_2m = 16M\nsize_1g = 0\n%s\n' \
+	    "$1" "$MEM_MB" "uid_share = 0 ; every guest is libvirt-qemu's" \
+	    >"$dir/hpzerod.conf"
+}
+pool_conf no
+"$HPZEROD" --config "$dir/hpzerod.conf" --socket /run/hpzerod/hpzerod.sock \
+    --workers 2 2>"$dir/hpzerod.log" &
 dpid=$!
 pids+=($dpid)
 for _ in $(seq 400); do [ -S /run/hpzerod/hpzerod.sock ] && break; sleep 0.05; done
@@ -322,6 +331,68 @@ cycle() {
 }
 cycle 1 "lazy start 1" "lazy start 2"
 cycle 0 "preallocated start"
+
+# With the pool on, libvirt's prealloc as it is (no HPZ_QEMU_PREALLOC):
+# QEMU's RAM is a pool file, every page already allocated and zero.
+pool_conf yes
+kill -HUP "$dpid"
+pool_full() {
+	local r
+	for _ in $(seq 200); do
+		r=$(prom pool_ready_pages)
+		[ "${r:-0}" -ge $((MEM_MB / 2)) ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+boot_pool() {
+	local n=$1 h0 h1 why= t0 t1 l0
+	rm -f "$dir/serial.log"
+	pool_full || why="the pool holds $(prom pool_ready_pages) pages after 10 s, not $((MEM_MB / 2))"
+	h0=$(prom pool_handouts_total)
+	# QEMU's log keeps the earlier starts: this one's lines only.
+	l0=$(wc -l </var/log/libvirt/qemu/$DOMAIN.log 2>/dev/null || echo 0)
+	t0=$(date +%s%N)
+	if [ -z "$why" ] && ! virsh -q start $DOMAIN >"$dir/start.out" 2>&1; then
+		why="virsh start: $(cat "$dir/start.out")"
+	fi
+	if [ -z "$why" ]; then
+		for _ in $(seq $((BOUND * 10))); do
+			tr -d '\r' <"$dir/serial.log" 2>/dev/null |
+			    grep -aq 'waiting for a byte' && break
+			sleep 0.1
+		done
+		t1=$(date +%s%N)
+		h1=$(prom pool_handouts_total)
+		if ! tr -d '\r' <"$dir/serial.log" 2>/dev/null | grep -aqE "$FILLED"; then
+			why="the guest did not read its RAM zero and keep a pattern"
+		elif [ "$((h1 - h0))" != 1 ]; then
+			why="no pool file handed out (handouts $h0 -> $h1)"
+		elif ! tail -n +$((l0 + 1)) /var/log/libvirt/qemu/$DOMAIN.log |
+		    grep -q "memfd '[^']*' (fd [0-9]*): a pool file, $MEM_MB MiB"; then
+			why="QEMU's RAM is no $MEM_MB MiB pool file (QEMU's log)"
+		elif tail -n +$((l0 + 1)) /var/log/libvirt/qemu/$DOMAIN.log |
+		    grep -q 'HPZ_QEMU_PREALLOC=off'; then
+			why="prealloc was turned off"
+		fi
+	fi
+	if ! virsh -q destroy $DOMAIN >"$dir/destroy.out" 2>&1 && [ -z "$why" ]; then
+		why="virsh destroy: $(cat "$dir/destroy.out")"
+	fi
+	if [ -n "$why" ]; then
+		fail "start $n: $why"
+	else
+		pass "$n: libvirt preallocates, QEMU's RAM is a $MEM_MB MiB pool file, read zero; up in $(( (t1 - t0) / 1000000 )) ms; destroyed"
+	fi
+}
+domain_xml 0 >"$dir/domain.xml"
+if virsh -q define "$dir/domain.xml" >"$dir/define.out" 2>&1; then
+	boot_pool "pool start 1"
+	boot_pool "pool start 2"
+	virsh -q undefine $DOMAIN >/dev/null 2>&1 || fail "undefine"
+else
+	fail "virsh define: $(cat "$dir/define.out")"
+fi
 kill -0 "$dpid" 2>/dev/null || fail "hpzerod died"
 echo "libvirt: $passed passed, $failed failed"
 [ $failed -ne 0 ] && exit 1

@@ -44,6 +44,10 @@ cat >"$dir/hpzerod.conf" <<EOF
 [pool]
 size_2m = ${POOL_MB}M
 reserve_2m = 16M
+; every guest here runs as root, one uid: what hpzerod.conf(5) says to set
+uid_share = 0
+; not the machine's free 1 GiB pages (the default, all)
+size_1g = 0
 EOF
 "$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$sock" \
     --workers 2 2>"$dir/hpzerod.log" 8>&- &
@@ -115,6 +119,44 @@ run_case pool-prealloc '' ',prealloc=on' yes
 run_case pool-premap premap '' yes
 run_case pool-unsealed '' ',seal=off' yes
 run_case nopool nopool '' no
+
+# A mixed host: the pool follows the host (size_2m = all) and keeps a
+# reserve of one guest's memory; a QEMU without hpz-run maps its RAM
+# (hugetlb reserves it all at mmap) while the pool holds every other free
+# page, and must start; the pool then gives back to its reserve again.
+# run_plain NAME MB: plain QEMU, prealloc=on, timed from start to exit.
+run_plain() {
+	local name=$1 mb=$2 rc why='' t0 t1
+	local out=$dir/$name.out err=$dir/$name.err
+	t0=$(date +%s%N)
+	timeout 120 "$QEMU" -accel tcg -m "$mb" \
+	    -object "memory-backend-memfd,id=m,size=${mb}M,hugetlb=on,hugetlbsize=2M,share=on,prealloc=on" \
+	    -machine pc,memory-backend=m -kernel "$GUEST" \
+	    -nographic -nic none -serial stdio -monitor none \
+	    -device isa-debug-exit,iobase=0xf4,iosize=4 \
+	    </dev/null >"$out" 2>"$err" 8>&- &
+	qpid=$!
+	wait $qpid
+	rc=$?
+	qpid=
+	t1=$(date +%s%N)
+	why=$(qemu_why $rc "$out" '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok')
+	qemu_verdict "$name" "$why" "$err" "$out" \
+	    "ran in $(( (t1 - t0) / 1000000 )) ms (pool $(pool_counter ready_pages) pages, host $(cat "$FREE") free after)"
+}
+run_plain plain-beside-a-192M-pool $MEM_MB
+printf '[pool]\nreserve_2m = %sM\nsize_1g = 0\nuid_share = 0\n' "$MEM_MB" \
+    >"$dir/hpzerod.conf"
+kill -HUP "$pid"
+# The pool takes every free page above the reserve (a liveness bound).
+for i in $(seq 200); do
+	[ "$(pool_counter ready_pages)" -gt $((POOL_MB / 2)) ] &&
+	    [ "$(cat "$FREE")" -le $((MEM_MB / 2 + 8)) ] && break
+	sleep 0.05
+done
+echo "  mixed host: the pool holds $(pool_counter ready_pages) pages, the host $(cat "$FREE") free (reserve $((MEM_MB / 2)))"
+run_plain plain-beside-a-full-pool $MEM_MB
+run_plain plain-again-after-the-yield $MEM_MB
 
 hpzd_stop "$pid" FAIL: || failed=$((failed + 1))
 pid=

@@ -758,13 +758,15 @@ Test(conf, pool_defaults)
 	conf_defaults(&c);
 	cr_assert_eq(c.pool, 1);
 	for (i = 0; i < TOPO_NODES_MAX; i++) {
-		cr_assert_eq(c.pool_size[0][i], GiB);
-		cr_assert_eq(c.pool_size[1][i], GiB);
+		/* all: the pool follows the host (pool-fill.c). */
+		cr_assert_eq(c.pool_size[0][i], UINT64_MAX);
+		cr_assert_eq(c.pool_size[1][i], UINT64_MAX);
 	}
 	cr_assert_eq(c.pool_reserve[0], 2 * GiB);
 	cr_assert_eq(c.pool_reserve[1], 2 * GiB);
 	cr_assert_float_eq(c.pool_gbs, 0.0, 1e-12);
 	cr_assert_eq(c.pool_uid_bytes, 0);
+	cr_assert_eq(c.pool_uid_share, 100);
 }
 
 Test(conf, pool_every_key)
@@ -774,7 +776,8 @@ Test(conf, pool_every_key)
 
 	conf_defaults(&c);
 	expect_good("[pool]\nenable = no\nsize_2m = 512M\nsize_1g = 0\n"
-	    "reserve_2m = 4G\nreserve_1g = 0\ngbs = 2.5\nuid_bytes = 8G\n",
+	    "reserve_2m = 4G\nreserve_1g = 0\ngbs = 2.5\nuid_bytes = 8G\n"
+	    "uid_share = 0\n",
 	    &c);
 	cr_assert_eq(c.pool, 0);
 	for (i = 0; i < TOPO_NODES_MAX; i++) {
@@ -785,6 +788,7 @@ Test(conf, pool_every_key)
 	cr_assert_eq(c.pool_reserve[1], 0);
 	cr_assert_float_eq(c.pool_gbs, 2.5, 1e-12);
 	cr_assert_eq(c.pool_uid_bytes, 8 * GiB);
+	cr_assert_eq(c.pool_uid_share, 0);
 }
 
 Test(conf, pool_size_per_node)
@@ -821,6 +825,8 @@ Test(conf, bad_pool_values)
 		{ "pool", "reserve_2m", "-1" },
 		{ "pool", "gbs", "fast" },
 		{ "pool", "uid_bytes", "1.5G" },
+		{ "pool", "uid_share", "101" },
+		{ "pool", "size_2m", "al" },
 	};
 
 	expect_bad_values(bad, sizeof(bad) / sizeof(bad[0]));
@@ -847,6 +853,7 @@ odd_conf_all(struct conf *c)
 	c->pool_reserve[1] = 0;
 	c->pool_gbs = 0.1;
 	c->pool_uid_bytes = 1536 * MiB;
+	c->pool_uid_share = 40;
 	c->intercept = INTERCEPT_ALWAYS;
 	c->step_aside = ASIDE_NEVER;
 }
@@ -891,7 +898,7 @@ Test(conf, table_is_whole)
 		}
 		covered += k->size;
 	}
-	cr_assert_eq(i, 29, "a key added: give it a test and a man entry");
+	cr_assert_eq(i, 30, "a key added: give it a test and a man entry");
 	cr_assert_null(conf_key_find("workers", "spin"));
 	cr_assert_null(conf_key_find("daemon", "spin_us"));
 	/* Every byte of struct conf but padding belongs to a key. */
@@ -1029,8 +1036,9 @@ Test(conf, range_messages_exact)
 		    "auto, never or always, not 'sometimes'", 1 },
 		{ "clear", "hot_kernel", "sse2-nt", "hot_kernel must be auto, "
 		    "rep-stosb or memset, not 'sse2-nt'", 0 },
-		{ "pool", "size_1g", "3M", "size_1g must be a multiple of 1G, "
-		    "or NODE:SIZE,... (such as 0:1G,1:2G), not '3M'", 0 },
+		{ "pool", "size_1g", "3M", "size_1g must be all (every free "
+		    "page above the reserve), a multiple of 1G, or "
+		    "NODE:SIZE,... (such as 0:1G,1:2G), not '3M'", 0 },
 	};
 	const struct conf_key	*k;
 	struct conf		 c;
@@ -1137,7 +1145,7 @@ Test(conf, text_of_a_section)
 	odd_conf_all(&c);
 	cr_assert_str_eq(conf_text(&c, "pool", 0, buf, sizeof(buf)),
 	    "enable=no size_2m=2:64M size_1g=3G reserve_2m=6M reserve_1g=0 "
-	    "gbs=0.1 uid_bytes=1536M");
+	    "gbs=0.1 uid_bytes=1536M uid_share=40");
 }
 
 /* What the workers get is the settings'. */

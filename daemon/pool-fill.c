@@ -1,0 +1,643 @@
+/*
+ * pool-fill.c - the pool's fillers: one thread per CPU, at SCHED_IDLE,
+ * bound to that CPU and its node's memory, allocating huge pages into the
+ * node's pool files while the CPU has nothing else to do.  The kernel
+ * zeroes a page as it allocates it, so a file of allocated pages is a file
+ * of zero pages; running one filler per idle core is what makes the pool
+ * refill at the machine's zeroing bandwidth, not one core's.
+ *
+ * The pool follows the host: by default ([pool] size_2m = all) it takes
+ * every free, unreserved page above [pool] reserve_2m, and gives pages
+ * back (truncates) when the host drops below it (see pool_decide).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <linux/memfd.h>
+
+#include <numaif.h>
+
+#include "hpzerod.h"
+#include "bucket.h"
+#include "clear.h"
+#include "pool-fill.h"
+
+#define POOL_POLL_MS		50	/* the host's counts, at rest */
+#define POOL_HOST_NS		5000000ULL /* counts this old are read again */
+#define POOL_BACKOFF_NS		1000000000ULL /* after a failed allocation */
+
+const struct pool_size pool_sizes[POOL_NSIZES] = {
+	{ 2ULL << 20, "2 MiB", "hugepages-2048kB" },
+	{ 1ULL << 30, "1 GiB", "hugepages-1048576kB" },
+};
+
+_Atomic uint64_t	 pool_reserve[POOL_NSIZES];	/* pages */
+atomic_int		 pool_on;
+struct bucket		*pool_fill_budget;
+
+struct pool_filler {
+	pthread_t	 thread;
+	int		 node;
+	int		 cpu;		/* -1: not bound */
+};
+
+static struct pool		*fill_pools;	/* POOL_NSIZES x fill_nnodes */
+static int			 fill_nnodes;
+static struct pool_filler	*fill_threads;
+static int			 fill_nthreads;
+static atomic_int		 fill_stopping;
+static atomic_int		 fill_nbusy;	/* fillers not napping */
+static void			(*fill_kick_main)(void);
+static pthread_mutex_t		 fill_nap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t		 fill_nap_cond;
+
+/*
+ * What a pool should do next, from the host's counts: free and unreserved
+ * pages (avail), free pages on the pool's node, the reserve, what it holds
+ * and what it wants.  *n pages for POOL_FILL, POOL_YIELD and POOL_SHRINK.
+ */
+enum pool_action
+pool_decide(int enabled, uint64_t avail, uint64_t node_free,
+    uint64_t reserve, uint64_t pages, uint64_t target, uint64_t *n)
+{
+	*n = 0;
+	if (!enabled)
+		target = 0;
+	if (pages > target) {
+		*n = pages - target;
+		return (POOL_SHRINK);
+	}
+	if (avail < reserve && pages > 0) {
+		*n = reserve - avail < pages ? reserve - avail : pages;
+		return (POOL_YIELD);
+	}
+	if (pages < target && avail > reserve && node_free > 0) {
+		*n = 1;
+		return (POOL_FILL);
+	}
+	return (POOL_NONE);
+}
+
+/* Pages of f a hand-out can have: the run from 0 before any failure. */
+uint64_t
+pool_file_ready(const struct pool_file *f)
+{
+	if (f->fd < 0)
+		return (0);
+	return (f->done < f->bad ? f->done : f->bad);
+}
+
+/* Pages p holds or is allocating (lock held). */
+uint64_t
+pool_held(const struct pool *p)
+{
+	uint64_t	n = 0;
+	int		i;
+
+	for (i = 0; i < POOL_FILES; i++)
+		if (p->files[i].fd >= 0)
+			n += p->files[i].next;
+	return (n);
+}
+
+/* Publish p's level for status and the hand-outs (lock held). */
+void
+pool_recount(struct pool *p)
+{
+	uint64_t	n = 0;
+	int		i;
+
+	for (i = 0; i < POOL_FILES; i++)
+		n += pool_file_ready(&p->files[i]);
+	atomic_store(&p->ready, n);
+	atomic_store(&p->host_avail, p->avail);
+}
+
+/*
+ * The size (pages) of the next file to grow, given the files there are
+ * (room 0: a pool sized by hand, one file):
+ * the smallest of 1, 2, 4 ... pages missing while the small ones stay
+ * within 1/POOL_SMALL_SHARE of room (pages the pool may hold), so that a
+ * small request takes a small file; else one for everything else, up to
+ * every huge page of the host, so that a guest of any size that fits gets
+ * one file.  *small says which.
+ */
+uint64_t
+pool_layout_cap(const struct pool_file *files, int nfiles, uint64_t room,
+    uint64_t host_total, int *small)
+{
+	uint64_t	budget = room / POOL_SMALL_SHARE, used = 0, s;
+	int		i, have;
+
+	for (i = 0; i < nfiles; i++)
+		if (files[i].fd >= 0 && files[i].small)
+			used += files[i].cap;
+	for (s = 1; used + s <= budget; s *= 2) {
+		for (have = 0, i = 0; i < nfiles && !have; i++)
+			have = files[i].fd >= 0 && files[i].small &&
+			    files[i].cap == s;
+		if (!have) {
+			*small = 1;
+			return (s);
+		}
+	}
+	*small = 0;
+	s = host_total > room ? host_total : room;
+	return (s > 0 ? s : 1);
+}
+
+/*
+ * The file a request for want pages should get: the smallest holding at
+ * least want (cut to measure), else the largest; -1 if none is ready.
+ */
+int
+pool_pick_file(const struct pool_file *files, int nfiles, uint64_t want)
+{
+	uint64_t	r, best_ge = UINT64_MAX, best_lt = 0;
+	int		i, ge = -1, lt = -1;
+
+	for (i = 0; i < nfiles; i++) {
+		if (files[i].fd < 0 || files[i].busy || files[i].taking ||
+		    (r = pool_file_ready(&files[i])) == 0)
+			continue;
+		if (r >= want && r < best_ge) {
+			best_ge = r;
+			ge = i;
+		} else if (r < want && r > best_lt) {
+			best_lt = r;
+			lt = i;
+		}
+	}
+	return (ge >= 0 ? ge : lt);
+}
+
+/* Let go of our mapping of f, and of the file unless it is handed out. */
+void
+pool_file_drop(struct pool_file *f)
+{
+	if (f->map != NULL)
+		munmap(f->map, f->maplen);
+	f->map = NULL;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+static uint64_t
+pool_read_count(int fd)
+{
+	char	buf[32];
+	ssize_t	n;
+
+	if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+		return (0);
+	buf[n] = '\0';
+	return (strtoull(buf, NULL, 10));
+}
+
+/* The host's counts for p, again if they are old (filler). */
+static void
+pool_counts(struct pool *p, uint64_t now)
+{
+	uint64_t	free, resv, total, node_free;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->reading || now - p->host_at < POOL_HOST_NS) {
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	p->reading = 1;
+	pthread_mutex_unlock(&p->lock);
+	free = pool_read_count(p->fd_free);
+	resv = pool_read_count(p->fd_resv);
+	total = pool_read_count(p->fd_nr);
+	node_free = p->fd_node >= 0 ? pool_read_count(p->fd_node) : free;
+	pthread_mutex_lock(&p->lock);
+	/* Pages being touched now may not show in the counts yet. */
+	resv += (uint64_t)p->nflight;
+	p->avail = free > resv ? free - resv : 0;
+	node_free = node_free > (uint64_t)p->nflight ? node_free -
+	    (uint64_t)p->nflight : 0;
+	p->node_free = node_free;
+	p->host_total = total;
+	p->host_at = now;
+	p->reading = 0;
+	atomic_store(&p->host_avail, p->avail);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* A new file of cap pages for p, mapped (no lock held): 0 or -1. */
+static int
+pool_new_file(struct pool *p, struct pool_file *f, uint64_t cap)
+{
+	unsigned int		shift = (unsigned int)__builtin_ctzll(
+				    p->page_size);
+	struct sched_param	sp;
+	void			*m;
+	int			fd;
+
+	/* The file may be sealed by its program, never by us. */
+	fd = memfd_create("hpz-pool", MFD_CLOEXEC | MFD_ALLOW_SEALING |
+	    MFD_HUGETLB | (shift << MFD_HUGE_SHIFT));
+	if (fd == -1 || ftruncate(fd, (off_t)(cap * p->page_size)) == -1) {
+		if (!p->failed)
+			log_warn("pool: %s pages, node %d: a file of %llu "
+			    "pages", pool_sizes[p->psi].human, p->node,
+			    (unsigned long long)cap);
+		if (fd >= 0)
+			close(fd);
+		return (-1);
+	}
+	/*
+	 * mmap takes our mmap_lock for writing: not at SCHED_IDLE, where a
+	 * busy machine could leave us holding it while others wait.
+	 */
+	memset(&sp, 0, sizeof(sp));
+	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	m = mmap(NULL, (size_t)(cap * p->page_size), PROT_READ, MAP_SHARED |
+	    MAP_NORESERVE, fd, 0);
+	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
+	if (m == MAP_FAILED) {
+		log_warn("pool: %s pages, node %d: mmap", pool_sizes[p->psi].human,
+		    p->node);
+		close(fd);
+		return (-1);
+	}
+	memset(f, 0, sizeof(*f));
+	f->fd = fd;
+	f->map = m;
+	f->maplen = (size_t)(cap * p->page_size);
+	f->cap = cap;
+	f->bad = cap;
+	return (0);
+}
+
+/* The fault allocates the page, zeroed, into the file. */
+static void
+pool_touch_body(void *arg)
+{
+	(void)*(volatile unsigned char *)arg;
+}
+
+/* The growing file of p: not full, nobody taking or cutting it (lock). */
+static struct pool_file *
+pool_growing(struct pool *p)
+{
+	struct pool_file	*f;
+	int			 i;
+
+	for (i = 0; i < POOL_FILES; i++) {
+		f = &p->files[i];
+		if (f->fd >= 0 && !f->full && !f->busy && !f->taking &&
+		    f->next < f->cap && f->bad == f->cap)
+			return (f);
+	}
+	return (NULL);
+}
+
+/* Allocate one page of p (lock held on entry, released on return). */
+static int
+pool_fill_one(struct pool *p, uint64_t room, uint64_t now)
+{
+	struct pool_file	*f, nf;
+	struct timespec		 ts;
+	uint64_t		 i, cap, t1, wait;
+	int			 k, small, ok, kick;
+
+	if ((f = pool_growing(p)) == NULL) {
+		if (p->creating) {
+			pthread_mutex_unlock(&p->lock);
+			return (0);
+		}
+		for (k = 0; k < POOL_FILES && p->files[k].fd >= 0; k++)
+			;
+		if (k == POOL_FILES) {
+			pthread_mutex_unlock(&p->lock);
+			return (0);	/* every slot full: wait for a taker */
+		}
+		cap = pool_layout_cap(p->files, POOL_FILES, room,
+		    p->host_total, &small);
+		p->creating = 1;
+		pthread_mutex_unlock(&p->lock);
+		ok = pool_new_file(p, &nf, cap) == 0;
+		pthread_mutex_lock(&p->lock);
+		p->creating = 0;
+		if (!ok) {
+			p->failed = 1;
+			p->backoff = now + POOL_BACKOFF_NS;
+			pthread_mutex_unlock(&p->lock);
+			return (0);
+		}
+		nf.small = small;
+		p->files[k] = nf;
+		f = &p->files[k];
+	}
+	i = f->next++;
+	if (f->next == f->cap)
+		f->full = 1;
+	f->inflight++;
+	p->avail = p->avail > 0 ? p->avail - 1 : 0;
+	p->node_free = p->node_free > 0 ? p->node_free - 1 : 0;
+	if (p->nflight++ == 0)
+		p->busy_since = now;
+	pthread_mutex_unlock(&p->lock);
+
+	/* The budget, if one is set (a claimed page waits, not the lock). */
+	if (pool_fill_budget != NULL && (wait = bucket_take(pool_fill_budget,
+	    p->page_size, now)) > 0) {
+		ts.tv_sec = (time_t)(wait / 1000000000ULL);
+		ts.tv_nsec = (long)(wait % 1000000000ULL);
+		nanosleep(&ts, NULL);
+	}
+	/* Faults on the page SIGBUS when the host has none left for us. */
+	ok = clear_guarded(f->map + i * p->page_size, p->page_size,
+	    pool_touch_body, f->map + i * p->page_size) == 0;
+
+	t1 = stats_now_ns();
+	pthread_mutex_lock(&p->lock);
+	f->inflight--;
+	if (--p->nflight == 0)
+		atomic_fetch_add(&p->fill_ns, t1 - p->busy_since);
+	if (ok) {
+		f->done++;
+		p->failed = 0;
+		atomic_fetch_add(&p->filled, 1);
+	} else {
+		/* The pages went elsewhere, or a cgroup limit: later. */
+		if (i < f->bad)
+			f->bad = i;
+		f->full = 1;
+		if (!p->failed)
+			log_info("pool: %s pages, node %d: cannot allocate a "
+			    "page; trying again later",
+			    pool_sizes[p->psi].human, p->node);
+		p->failed = 1;
+		p->backoff = t1 + POOL_BACKOFF_NS;
+	}
+	kick = f->taking && f->inflight == 0;
+	pool_recount(p);
+	pthread_mutex_unlock(&p->lock);
+	if (kick && fill_kick_main != NULL)
+		fill_kick_main();
+	return (1);
+}
+
+/*
+ * Give n pages of p back (lock held on entry, released on return): from
+ * the file that holds most, first any pages past a failure.
+ */
+static int
+pool_cut(struct pool *p, uint64_t n, int yield)
+{
+	struct pool_file	*f = NULL, *g;
+	uint64_t		 keep, had, r, best = 0;
+	int			 i, ok, kick;
+
+	for (i = 0; i < POOL_FILES; i++) {
+		g = &p->files[i];
+		if (g->fd >= 0 && g->inflight == 0 && !g->busy &&
+		    !g->taking && g->next > best) {
+			best = g->next;
+			f = g;
+		}
+	}
+	if (f == NULL) {
+		pthread_mutex_unlock(&p->lock);
+		return (0);
+	}
+	had = f->next;
+	r = pool_file_ready(f);
+	keep = r > n ? r - n : 0;
+	f->busy = 1;
+	pthread_mutex_unlock(&p->lock);
+	if (keep == 0) {
+		/* A copy: the slot stays taken (busy) until we are back. */
+		struct pool_file	gone = *f;
+
+		pool_file_drop(&gone);
+		ok = 1;
+	} else
+		ok = ftruncate(f->fd, (off_t)(keep * p->page_size)) == 0;
+	pthread_mutex_lock(&p->lock);
+	f->busy = 0;
+	if (keep == 0)
+		f->fd = -1;
+	else if (ok) {
+		/* Its size is what it holds: it grows no more. */
+		f->next = f->done = keep;
+		f->cap = keep;
+		f->bad = keep;
+		f->full = 1;
+	}
+	if (ok) {
+		p->avail += had - keep;
+		p->node_free += had - keep;
+		if (yield)
+			atomic_fetch_add(&p->yielded, had - keep);
+	} else
+		log_warn("pool: %s pages, node %d: ftruncate",
+		    pool_sizes[p->psi].human, p->node);
+	kick = f->taking;
+	pool_recount(p);
+	pthread_mutex_unlock(&p->lock);
+	if (kick && fill_kick_main != NULL)
+		fill_kick_main();
+	return (1);
+}
+
+/* One step of work on p; 1 if it did some (filler). */
+static int
+pool_step(struct pool *p)
+{
+	enum pool_action	 act;
+	uint64_t		 now = stats_now_ns(), n, reserve, held, target;
+	uint64_t		 room;
+
+	pool_counts(p, now);
+	pthread_mutex_lock(&p->lock);
+	reserve = atomic_load(&pool_reserve[p->psi]);
+	if (p->owed > 0 && now >= p->owed_until)
+		p->owed = 0;
+	held = pool_held(p);
+	target = atomic_load(&p->target);
+	act = pool_decide(atomic_load(&pool_on), p->avail, p->node_free,
+	    reserve, held, target, &n);
+	switch (act) {
+	case POOL_FILL:
+		/*
+		 * What a short hand-out's client still has to allocate is
+		 * not ours to take meanwhile (but no reason to give more).
+		 */
+		if (now < p->backoff || p->avail <= reserve + p->owed)
+			break;
+		reserve += p->owed;
+		/*
+		 * Small files only where the pool follows the host: a pool
+		 * sized by hand is sized for a guest, and is one file.
+		 */
+		room = target != UINT64_MAX ? 0 : held + (p->avail - reserve);
+		return (pool_fill_one(p, room, now));
+	case POOL_YIELD:
+	case POOL_SHRINK:
+		return (pool_cut(p, n, act == POOL_YIELD));
+	case POOL_NONE:
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return (0);
+}
+
+int
+pool_busy(void)
+{
+	return (atomic_load(&fill_nbusy));
+}
+
+void
+pool_fill_kick(void)
+{
+	/* Without the lock: a kick lost in a race costs one poll interval. */
+	pthread_cond_broadcast(&fill_nap_cond);
+}
+
+static void
+pool_nap(int ms)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	atomic_fetch_sub(&fill_nbusy, 1);
+	pthread_mutex_lock(&fill_nap_lock);
+	if (!atomic_load(&fill_stopping))
+		pthread_cond_timedwait(&fill_nap_cond, &fill_nap_lock, &ts);
+	pthread_mutex_unlock(&fill_nap_lock);
+	atomic_fetch_add(&fill_nbusy, 1);
+}
+
+/* A filler: its CPU's idle time, its node's pages. */
+static void *
+pool_main(void *arg)
+{
+	struct pool_filler	*t = arg;
+	struct sched_param	 sp;
+	cpu_set_t		 set;
+	unsigned long		 mask[TOPO_NODES_MAX / (8 * sizeof(long)) + 1];
+	char			 name[32];	/* the kernel keeps 15 */
+	int			 i, did;
+
+	/* hpz-pool-NODE-CPU: the node first, as one filler a node was named. */
+	if (t->cpu >= 0)
+		snprintf(name, sizeof(name), "hpz-pool-%d-%d", t->node, t->cpu);
+	else
+		snprintf(name, sizeof(name), "hpz-pool-%d", t->node);
+	name[15] = '\0';
+	pthread_setname_np(pthread_self(), name);
+	memset(&sp, 0, sizeof(sp));
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
+		log_warnx("pool: %s: cannot use SCHED_IDLE", name);
+	if (t->cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(t->cpu, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	if (fill_nnodes > 1) {
+		memset(mask, 0, sizeof(mask));
+		mask[t->node / (8 * sizeof(long))] |= 1UL << (t->node %
+		    (8 * sizeof(long)));
+		if (set_mempolicy(MPOL_BIND, mask, TOPO_NODES_MAX + 1) == -1)
+			log_warn("pool: %s: set_mempolicy", name);
+	}
+	atomic_fetch_add(&fill_nbusy, 1);
+	while (!atomic_load(&fill_stopping)) {
+		did = 0;
+		for (i = 0; i < POOL_NSIZES; i++) {
+			struct pool	*p = &fill_pools[i * fill_nnodes +
+					    t->node];
+
+			if (p->page_size != 0)
+				did |= pool_step(p);
+		}
+		if (!did)
+			pool_nap(POOL_POLL_MS);
+	}
+	atomic_fetch_sub(&fill_nbusy, 1);
+	return (NULL);
+}
+
+/*
+ * Start a filler per online CPU, each on its CPU and node (a node without
+ * CPUs gets one filler, unbound, its memory still bound): 0 or -errno,
+ * with what started left running for pool_fill_stop.
+ */
+int
+pool_fill_start(struct pool *pools, int nnodes, void (*kick)(void))
+{
+	pthread_condattr_t	ca;
+	int			cpu, node, n = 0, has, error;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fill_nap_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	fill_pools = pools;
+	fill_nnodes = nnodes;
+	fill_kick_main = kick;
+	if ((fill_threads = calloc((size_t)(TOPO_CPUS_MAX + nnodes),
+	    sizeof(*fill_threads))) == NULL)
+		return (-ENOMEM);
+	for (node = 0; node < nnodes; node++) {
+		has = 0;
+		for (cpu = 0; cpu < topo.ncpus && cpu < TOPO_CPUS_MAX; cpu++) {
+			if (!topo.cpu_online[cpu] || (nnodes > 1 &&
+			    topo.cpu_node[cpu] != node))
+				continue;
+			fill_threads[n].node = node;
+			fill_threads[n++].cpu = cpu;
+			has = 1;
+		}
+		if (!has) {
+			fill_threads[n].node = node;
+			fill_threads[n++].cpu = -1;
+		}
+	}
+	for (; fill_nthreads < n; fill_nthreads++)
+		if ((error = pthread_create(&fill_threads[fill_nthreads].thread,
+		    NULL, pool_main, &fill_threads[fill_nthreads])) != 0) {
+			log_warnx("pool: filler %d: pthread_create: %s",
+			    fill_nthreads, strerror(error));
+			return (-error);
+		}
+	log_info("pool: %d fillers (one a CPU, SCHED_IDLE) on %d node%s",
+	    fill_nthreads, nnodes, nnodes > 1 ? "s" : "");
+	return (0);
+}
+
+void
+pool_fill_stop(void)
+{
+	int	i;
+
+	atomic_store(&fill_stopping, 1);
+	pthread_mutex_lock(&fill_nap_lock);
+	pthread_cond_broadcast(&fill_nap_cond);
+	pthread_mutex_unlock(&fill_nap_lock);
+	for (i = 0; i < fill_nthreads; i++)
+		pthread_join(fill_threads[i].thread, NULL);
+	free(fill_threads);
+	fill_threads = NULL;
+	fill_nthreads = 0;
+	if (fill_pools != NULL)
+		pthread_cond_destroy(&fill_nap_cond);
+	fill_pools = NULL;
+	atomic_store(&fill_stopping, 0);
+}

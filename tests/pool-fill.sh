@@ -1,0 +1,78 @@
+#!/bin/bash
+# pool-fill.sh - a figure, not a test: how fast the pool refills (2 MiB
+# pages), against one core's fallocate rate times the CPUs the fillers may
+# use.  Each round empties the pool (SIGHUP with enable = no), turns it on
+# again and times the refill of POOL_MB, from the daemon's counters (pages
+# over the wall time with a page in flight) and from the wall clock.  The
+# kernel's rate is a fallocate of the same pages into a hugetlb memfd on
+# one core, in the same run, between the rounds.  Memory is warmed first.
+#   HPZ_BUILDDIR=build tests/pool-fill.sh [ROUNDS]
+set -u
+: "${HPZ_BUILDDIR:?}"
+B=$HPZ_BUILDDIR
+S=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${1:-5}
+POOL_MB=${POOL_MB:-1024}
+PAGES=$((POOL_MB / 2))
+. "$S/tests/hugepages.sh"
+hp_alone
+dir=$(mktemp -d /tmp/hpz-fill.XXXXXX)
+pid=''
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	hp_release
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+hp_reserve_2m $((PAGES + 16))
+# One core's fallocate of PAGES pages (the kernel zeroing them), in s.
+falloc() {
+	taskset -c 0 python3 -c '
+import os, sys, time
+n = int(sys.argv[1])
+fd = os.memfd_create("f", os.MFD_HUGETLB | (21 << 26))
+t = time.monotonic()
+os.posix_fallocate(fd, 0, n << 21)
+print("%.6f" % (time.monotonic() - t))' "$PAGES"
+}
+falloc >/dev/null	# warm: the VM backs the pages once
+cat >"$dir/on.conf" <<EOC
+[pool]
+size_2m = ${POOL_MB}M
+reserve_2m = 16M
+size_1g = 0
+EOC
+printf '[pool]\nenable = no\n' >"$dir/off.conf"
+cp "$dir/off.conf" "$dir/hpzerod.conf"
+"$B/daemon/hpzerod" --config "$dir/hpzerod.conf" --socket "$dir/s.sock" \
+    --workers 2 2>"$dir/hpzerod.log" 8>&- &
+pid=$!
+for i in $(seq 100); do [ -S "$dir/s.sock" ] && break; sleep 0.05; done
+ctr() {
+	"$B/client/hpzctl" -s "$dir/s.sock" stats --json |
+	    awk -v k="\"$1\"" '/"pools"/ { p = 1 } p && index($0, k) {
+		gsub(/[^0-9]/, "", $NF); print $NF; exit }'
+}
+ncpu=$(nproc)
+echo "pool refill, $POOL_MB MiB of 2 MiB pages, $ncpu CPUs ($ncpu fillers), load $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$ROUNDS"); do
+	k=$(falloc)
+	f0=$(ctr filled_pages) n0=$(ctr fill_ns)
+	cp "$dir/on.conf" "$dir/hpzerod.conf"
+	t0=$(date +%s.%N)
+	kill -HUP "$pid"
+	for i in $(seq 200); do
+		[ "$(ctr ready_pages)" -ge "$PAGES" ] && break
+		sleep 0.1
+	done
+	t1=$(date +%s.%N)
+	f1=$(ctr filled_pages) n1=$(ctr fill_ns)
+	cp "$dir/off.conf" "$dir/hpzerod.conf"
+	kill -HUP "$pid"
+	for i in $(seq 400); do [ "$(ctr ready_pages)" = 0 ] && break; sleep 0.01; done
+	awk -v k="$k" -v p="$PAGES" -v df=$((f1 - f0)) -v dn=$((n1 - n0)) \
+	    -v w="$(echo "$t1 - $t0" | bc)" -v c="$ncpu" 'BEGIN {
+		kg = p * 2 / 1024 / k; pg = df * 2 / 1024 / (dn / 1e9)
+		printf "round %d: pool %.1f GB/s (wall %.1f GB/s incl. polling), one core fallocate %.1f GB/s, x %d = %.1f: %.2fx\n",
+		    '"$r"', pg * 1.073741824, p * 2 / 1024 / w * 1.073741824, kg * 1.073741824, c, kg * c * 1.073741824, pg / (kg * c) }'
+done
