@@ -141,12 +141,14 @@ trap 'exit 130' INT TERM
 sock=$dir/hpzerod.sock
 # The pool: the guest's RAM (MiB), set again for each size (SIGHUP); the
 # other page size's pool stays empty (other users' pages are not ours).
+# Every guest here runs as root: uid_share = 0, or the default share would
+# refuse the rounds after the first within a minute.
 pool_conf() {
 	if [ "$PG" = 1g ]; then
-		printf '[pool]\nsize_2m = 0\nsize_1g = %sG\nreserve_1g = 0\n' \
+		printf '[pool]\nuid_share = 0\nsize_2m = 0\nsize_1g = %sG\nreserve_1g = 0\n' \
 		    $(($1 / 1024)) >"$dir/hpzerod.conf"
 	else
-		printf '[pool]\nsize_2m = %sM\nreserve_2m = %sM\nsize_1g = 0\n' \
+		printf '[pool]\nuid_share = 0\nsize_2m = %sM\nreserve_2m = %sM\nsize_1g = 0\n' \
 		    "$1" $((2 * SLACK)) >"$dir/hpzerod.conf"
 	fi
 }
