@@ -148,7 +148,7 @@ main(int argc, char **argv)
 	return (0);
 }
 EOF
-cc -I"$S/lib" -o "$dir/client" "$dir/client.c" "$B/lib/.libs/libhpz.so" \
+cc -I"$S/lib" -I"$B/lib" -o "$dir/client" "$dir/client.c" "$B/lib/.libs/libhpz.so" \
     -Wl,-rpath,"$B/lib/.libs" || die "cannot build the client"
 
 printf '%-22s %10s %10s %12s %12s\n' "MiB charged" "daemon" "client" \
