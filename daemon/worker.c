@@ -49,6 +49,7 @@ struct worker_slot {
 	atomic_int		 stuck;		/* found so by the watchdog */
 	atomic_uintptr_t	 slow_mm;	/* home of its faults, or 0 */
 	atomic_uint_fast64_t	 slow_until;	/* avoided until (ns) */
+	int			 bg;		/* a background thread's */
 	char			 name[16];
 };
 
@@ -326,7 +327,7 @@ worker_ioctl_leave(void)
 		return;
 	now = stats_now_ns();
 	atomic_store(&s->slow_until, now + WORKER_SLOW_HOLD_NS);
-	log_info("%s: back from region %llu (pid %d) after %llu ms",
+	log_debug("%s: back from region %llu (pid %d) after %llu ms",
 	    s->name, (unsigned long long)atomic_load(&s->region),
 	    atomic_load(&s->pid),
 	    (unsigned long long)((now - since) / 1000000));
@@ -343,6 +344,7 @@ worker_bg_slot(const char *name)
 		return;
 	}
 	snprintf(worker_bg[i].name, sizeof(worker_bg[i].name), "%s", name);
+	worker_bg[i].bg = 1;
 	worker_tls = &worker_bg[i];
 }
 
@@ -358,12 +360,12 @@ worker_watch_slot(struct worker_slot *s, uint64_t now)
 	uintptr_t	mm = atomic_load(&s->mm), was;
 	int		zero = 0, one = 1;
 
-	if (atomic_load(&s->stuck)) {
+	if (atomic_load(&s->stuck))
 		return (0);
-	}
-	if (since == 0 || now - since < WORKER_STUCK_NS) {
+	/* Entered after now was read: not stuck. */
+	if (since == 0 || since > now || now - since < WORKER_STUCK_NS) {
 		/* Home of a client no longer slow: let it go. */
-		if ((was = atomic_load(&s->slow_mm)) != 0 &&
+		if (atomic_load(&s->slow_mm) != 0 &&
 		    now >= atomic_load(&s->slow_until)) {
 			atomic_store(&s->slow_mm, 0);
 			atomic_fetch_sub(&worker_nslow, 1);
@@ -371,7 +373,7 @@ worker_watch_slot(struct worker_slot *s, uint64_t now)
 		return (0);
 	}
 	atomic_store(&s->slow_until, UINT64_MAX);
-	if (atomic_exchange(&s->slow_mm, mm) == 0)
+	if ((was = atomic_exchange(&s->slow_mm, mm)) == 0)
 		atomic_fetch_add(&worker_nslow, 1);
 	if (!atomic_compare_exchange_strong(&s->stuck, &zero, 1))
 		return (0);
@@ -383,11 +385,20 @@ worker_watch_slot(struct worker_slot *s, uint64_t now)
 		return (0);
 	}
 	atomic_fetch_add(&stats.threads_stuck_total, 1);
-	log_warnx("%s: stuck %llu ms in a userfaultfd ioctl on region %llu "
-	    "(pid %d), waiting on that client's memory map lock: its other "
-	    "work goes elsewhere, that client's faults wait on it",
-	    s->name, (unsigned long long)((now - since) / 1000000),
-	    (unsigned long long)atomic_load(&s->region), atomic_load(&s->pid));
+	/* Once a client: again while it is still slow is no news. */
+	if (was == mm)
+		log_debug("%s: stuck again on region %llu (pid %d)", s->name,
+		    (unsigned long long)atomic_load(&s->region),
+		    atomic_load(&s->pid));
+	else
+		log_warnx("%s: stuck %llu ms in a userfaultfd ioctl on region "
+		    "%llu (pid %d), waiting on that client's memory map lock: "
+		    "%s", s->name,
+		    (unsigned long long)((now - since) / 1000000),
+		    (unsigned long long)atomic_load(&s->region),
+		    atomic_load(&s->pid), s->bg ? "no more premaps into that "
+		    "client for now" : "its other work goes elsewhere, that "
+		    "client's faults wait on it");
 	return (1);
 }
 
