@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -131,7 +132,8 @@ wk_honest_main(struct wk_shared *sh)
 		_exit(1);
 	}
 	memset(r.addr, 0x77, r.len);
-	r.flags = HPZ_DISCARD;
+	/* No scrub: its premaps would serve faults a stuck worker holds. */
+	r.flags = HPZ_DISCARD | HPZ_NO_SCRUB;
 	if ((error = hpz_register(&r)) != 0) {
 		wk_fail(sh, 1, "register", error);
 		_exit(1);
@@ -203,10 +205,25 @@ wk_hostile_main(struct wk_shared *sh)
 	struct hpz_region	 r;
 	pthread_t		 th;
 	unsigned char		*res, *big;
+	cpu_set_t		 set;
 	size_t			 i;
-	int			 fd;
+	int			 fd, cpu;
 
 	wk_sh = sh;
+	/*
+	 * Every thread of ours on one CPU (the first we may use): the
+	 * daemon's loop then reads on another, and routes every fault, ours
+	 * and the honest client's, to that CPU's worker.
+	 */
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		for (cpu = 0; cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &set); cpu++)
+			;
+		if (cpu < CPU_SETSIZE) {
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			sched_setaffinity(0, sizeof(set), &set);
+		}
+	}
 	wk_span = WK_HOSTILE_LEN + WK_BIG_LEN;
 	/* The region, then right after it the big mapping: one mprotect. */
 	res = mmap(NULL, wk_span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
