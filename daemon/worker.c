@@ -87,6 +87,7 @@ static struct worker_slot worker_bg[WORKER_BG_MAX];
 static atomic_int	 worker_nbg;
 /* Slots with slow_mm set (the watchdog writes both). */
 static atomic_int	 worker_nslow;
+static int		 worker_all_caught;	/* said so (watchdog) */
 static __thread struct worker_slot *worker_tls;
 
 static void	*worker_main(void *);
@@ -487,13 +488,17 @@ worker_watch_pass(void)
 	}
 	atomic_store(&stats.workers_stuck, stuck);
 	atomic_store(&stats.bg_threads_stuck, bgstuck);
+	if (free > 0)
+		worker_all_caught = 0;
 	if (free >= nworkers || stuck == 0)
 		return;
 	if (n >= nworkers + worker_spares_max) {
-		if (free == 0)
+		if (free == 0 && !worker_all_caught) {
+			worker_all_caught = 1;
 			log_warnx("every worker waits on a client's memory "
 			    "map lock, and %d spares are made already: faults "
 			    "wait until one is back", worker_spares_max);
+		}
 		return;
 	}
 	if ((error = worker_spawn(n, 1)) != 0) {
