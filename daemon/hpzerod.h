@@ -269,6 +269,7 @@ struct work {
 	struct resolve_waiter	 park;		/* waiting for a page (resolve.c) */
 	uint64_t		 due;		/* deferred: ns when it runs again */
 	uint64_t		 backoff;	/* deferred: ns it waited last */
+	uintptr_t		 mm;		/* whose address space, or 0 */
 };
 TAILQ_HEAD(workq, work);
 
@@ -412,6 +413,11 @@ int		 worker_awake(void);
 void		 worker_poll_add(struct region *);
 void		 worker_poll_remove(struct region *);
 int		 worker_id(const struct worker *);
+void		 worker_push_polled(struct worker *, struct work *);
+void		 worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid);
+void		 worker_ioctl_leave(void);
+void		 worker_bg_slot(const char *name);
+int		 worker_mm_slow(uintptr_t mm);
 
 /* clear.c: see clear.h. */
 

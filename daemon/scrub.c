@@ -490,6 +490,8 @@ scrub_main(void *arg)
 
 	snprintf(name, sizeof(name), "hpz-scrub-%d", id);
 	pthread_setname_np(pthread_self(), name);
+	/* Its premaps wait on clients' mms: watched (worker.c). */
+	worker_bg_slot(name);
 	memset(&sp, 0, sizeof(sp));
 	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
 		log_warnx("scrub %d: cannot use SCHED_IDLE", id);

@@ -92,6 +92,18 @@ uffd_base(const struct region *r, const struct ufork *f)
 	return (region_addr(r));
 }
 
+/*
+ * Whose address space a uffd of r acts on, as worker.c's stuck rule keys
+ * it: the child's, the client process's, or the region's alone.
+ */
+static uintptr_t
+uffd_mm(const struct region *r, const struct ufork *f)
+{
+	if (f != NULL)
+		return ((uintptr_t)f);
+	return (r->pid > 0 ? (uintptr_t)r->pid : (uintptr_t)r);
+}
+
 static int
 uffd_fd(const struct region *r, const struct ufork *f)
 {
@@ -372,6 +384,7 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 		    UFFD_PAGEFAULT_FLAG_MINOR) ? FAULT_MINOR : FAULT_MISSING;
 		w->tid = msgs[i].arg.pagefault.feat.ptid;
 		w->t_read = now;
+		w->mm = uffd_mm(r, f);
 		if (f != NULL) {
 			atomic_fetch_add(&f->refs, 1);
 			w->fork = f;
@@ -381,7 +394,7 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 		atomic_fetch_add(&r->inflight, 1);
 		if (self != NULL) {
 			atomic_fetch_add(&stats.faults_polled, 1);
-			worker_push(self, w);
+			worker_push_polled(self, w);
 			continue;
 		}
 		cpu = -1;
@@ -482,11 +495,15 @@ uffd_map(struct worker *self, struct region *r, struct ufork *f,
 		memset(&uc, 0, sizeof(uc));
 		uc.range.start = addr;
 		uc.range.len = len;
+		/* It may wait on the client's mm: watched (worker.c). */
+		worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid);
 		if (ioctl(uffd_fd(r, f), UFFDIO_CONTINUE, &uc) == 0) {
+			worker_ioctl_leave();
 			*done = (mapped + len) / r->page_size;
 			return (0);
 		}
 		error = errno;
+		worker_ioctl_leave();
 		if (uc.mapped > 0 && (uint64_t)uc.mapped < len) {
 			addr += (uint64_t)uc.mapped;
 			len -= (uint64_t)uc.mapped;
@@ -531,6 +548,11 @@ uffd_wake_fd(int fd, uint64_t addr, uint64_t len)
 int
 uffd_premap(struct region *r, uint64_t addr, uint64_t len, uint64_t *done)
 {
+	/* Not into a client whose mm held a thread of ours lately. */
+	if (worker_mm_slow(uffd_mm(r, NULL))) {
+		*done = 0;
+		return (-EAGAIN);
+	}
 	return (uffd_map(NULL, r, NULL, addr, len, 2, done));
 }
 
@@ -784,8 +806,12 @@ uffd_poison(struct region *r, struct ufork *f, uint64_t addr)
 	memset(&up, 0, sizeof(up));
 	up.range.start = addr;
 	up.range.len = r->page_size;
-	if (ioctl(uffd_fd(r, f), UFFDIO_POISON, &up) == -1 && errno != EEXIST)
+	worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid);
+	if (ioctl(uffd_fd(r, f), UFFDIO_POISON, &up) == -1 && errno != EEXIST) {
+		worker_ioctl_leave();
 		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
+	} else
+		worker_ioctl_leave();
 }
 
 /*

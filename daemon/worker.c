@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
@@ -22,7 +23,38 @@
 #define WORKER_SPIN_MIN_NS	2000ULL
 #define WORKER_POLL_MAX		256	/* regions an idle worker polls */
 
+/*
+ * A thread that makes userfaultfd ioctls into a client's address space
+ * (UFFDIO_CONTINUE takes the client's VMA lock, or its mmap_lock when a
+ * writer holds the VMA) may wait as long as the client likes.  Longer in
+ * one ioctl than WORKER_STUCK_NS, far above any clear or map, it is stuck:
+ * the watchdog gives its queued work to others, routing leaves it alone,
+ * and faults of that client go to it, where they wait on their own client
+ * only.  It stays that client's home WORKER_SLOW_HOLD_NS after it is back.
+ * Spares keep the unstuck workers at the number asked, up to as many
+ * again; past that, see hpzerod(8) (WORKERS).
+ */
+#define WORKER_STUCK_NS		(200ULL * 1000000)
+#define WORKER_SLOW_HOLD_NS	(2000ULL * 1000000)
+#define WORKER_WATCH_MS		50
+#define WORKER_BG_MAX		HPZD_WORKERS_MAX
+#define WORKER_TAKE_BATCH	64
+
+/* Who is in an ioctl on a client's mm, since when (0: not), which. */
+struct worker_slot {
+	atomic_uint_fast64_t	 since;
+	atomic_uintptr_t	 mm;
+	atomic_uint_fast64_t	 region;	/* its id, for the log */
+	atomic_int		 pid;
+	atomic_int		 stuck;		/* found so by the watchdog */
+	atomic_uintptr_t	 slow_mm;	/* home of its faults, or 0 */
+	atomic_uint_fast64_t	 slow_until;	/* avoided until (ns) */
+	int			 bg;		/* a background thread's */
+	char			 name[16];
+};
+
 struct worker {
+	struct worker_slot	 slot;
 	pthread_t		 thread;
 	int			 id;
 	int			 cpu;		/* pinned to, or -1 */
@@ -35,6 +67,7 @@ struct worker {
 	atomic_int		 idle;		/* spinning or sleeping */
 	uint64_t		 spin_ns;	/* current spin budget */
 	atomic_int		 stop;
+	int			 spare;		/* made for a stuck one */
 };
 
 /* What runs, from the settings (conf_worker); set by worker_start. */
@@ -42,7 +75,22 @@ struct worker_config	 worker_config;
 
 static struct worker	*workers;
 static int		*worker_cpus;
-static int		 nworkers;
+static int		 nworkers;	/* asked for, pinned, routed to */
+static atomic_int	 worker_nlive;	/* those and the spares made */
+static int		 worker_spares_max;
+
+/* The watchdog (worker_watch_main), and background threads' slots. */
+static pthread_t	 worker_watch_thread;
+static int		 worker_watching;
+static atomic_int	 worker_watch_stop;
+static struct worker_slot worker_bg[WORKER_BG_MAX];
+static atomic_int	 worker_nbg;
+/* Slots with slow_mm set (the watchdog writes both). */
+static atomic_int	 worker_nslow;
+static int		 worker_all_caught;	/* said so (watchdog) */
+static __thread struct worker_slot *worker_tls;
+
+static void	*worker_main(void *);
 /* Workers placed on their CPU so far: worker_start waits for them all. */
 static pthread_mutex_t	 worker_placed_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 worker_placed_cond = PTHREAD_COND_INITIALIZER;
@@ -68,7 +116,7 @@ static atomic_int	 worker_npoll;
 int
 worker_count(void)
 {
-	return (nworkers);
+	return (atomic_load(&worker_nlive));
 }
 
 int
@@ -178,6 +226,316 @@ worker_push(struct worker *w, struct work *item)
 		fatal("worker %d: wake", w->id);
 }
 
+/* --- threads stuck in a client's kernel locks ---------------------------- */
+
+/* Slot s avoided now: stuck, or home of a client lately stuck. */
+static int
+worker_slot_avoided(struct worker_slot *s, uint64_t now)
+{
+	return (atomic_load(&s->stuck) || now < atomic_load(&s->slow_until));
+}
+
+/*
+ * The worker faults of mm go to while mm is slow (a worker of ours is, or
+ * lately was, stuck in its kernel locks), or NULL.
+ */
+static struct worker *
+worker_home(uintptr_t mm)
+{
+	uint64_t	now;
+	int		i, n;
+
+	if (mm == 0 || atomic_load(&worker_nslow) == 0)
+		return (NULL);
+	now = stats_now_ns();
+	n = atomic_load(&worker_nlive);
+	for (i = 0; i < n; i++)
+		if (atomic_load(&workers[i].slot.slow_mm) == mm &&
+		    worker_slot_avoided(&workers[i].slot, now))
+			return (&workers[i]);
+	return (NULL);
+}
+
+/* True while a thread of ours is, or lately was, stuck on mm (premap). */
+int
+worker_mm_slow(uintptr_t mm)
+{
+	uint64_t	now;
+	int		i, n;
+
+	if (mm == 0 || atomic_load(&worker_nslow) == 0)
+		return (0);
+	if (worker_home(mm) != NULL)
+		return (1);
+	now = stats_now_ns();
+	n = atomic_load(&worker_nbg);
+	for (i = 0; i < n; i++)
+		if (atomic_load(&worker_bg[i].slow_mm) == mm &&
+		    worker_slot_avoided(&worker_bg[i], now))
+			return (1);
+	return (0);
+}
+
+/* Worker i, or the next one routing need not avoid (i if none). */
+static int
+worker_unstuck(int i)
+{
+	uint64_t	now;
+	int		k, j, n;
+
+	if (atomic_load(&worker_nslow) == 0)
+		return (i);
+	now = stats_now_ns();
+	if (!worker_slot_avoided(&workers[i].slot, now))
+		return (i);
+	n = atomic_load(&worker_nlive);
+	for (k = 1; k < n; k++) {
+		j = (i + k) % n;
+		if (!worker_slot_avoided(&workers[j].slot, now))
+			return (j);
+	}
+	return (i);
+}
+
+/*
+ * The calling thread enters (worker_ioctl_enter) or leaves an ioctl on the
+ * address space mm of a client (region, pid: what the log names).  Only
+ * threads with a slot (workers, worker_bg_slot) are watched.
+ */
+void
+worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid)
+{
+	struct worker_slot	*s = worker_tls;
+
+	if (s == NULL)
+		return;
+	atomic_store(&s->mm, mm);
+	atomic_store(&s->region, region);
+	atomic_store(&s->pid, pid);
+	atomic_store(&s->since, stats_now_ns());
+}
+
+void
+worker_ioctl_leave(void)
+{
+	struct worker_slot	*s = worker_tls;
+	uint64_t		 now, since;
+
+	if (s == NULL)
+		return;
+	since = atomic_exchange(&s->since, 0);
+	if (!atomic_exchange(&s->stuck, 0))
+		return;
+	now = stats_now_ns();
+	atomic_store(&s->slow_until, now + WORKER_SLOW_HOLD_NS);
+	log_debug("%s: back from region %llu (pid %d) after %llu ms",
+	    s->name, (unsigned long long)atomic_load(&s->region),
+	    atomic_load(&s->pid),
+	    (unsigned long long)((now - since) / 1000000));
+}
+
+/* A slot for a background thread that makes such ioctls (scrub.c). */
+void
+worker_bg_slot(const char *name)
+{
+	int	i;
+
+	if ((i = atomic_fetch_add(&worker_nbg, 1)) >= WORKER_BG_MAX) {
+		atomic_fetch_sub(&worker_nbg, 1);
+		return;
+	}
+	snprintf(worker_bg[i].name, sizeof(worker_bg[i].name), "%s", name);
+	worker_bg[i].bg = 1;
+	worker_tls = &worker_bg[i];
+}
+
+/*
+ * Decide whether slot s is stuck (watchdog).  1 when it just became so:
+ * it and its client's faults are marked; a slot back meanwhile is left as
+ * it is (its leave and this agree whatever the order).
+ */
+static int
+worker_watch_slot(struct worker_slot *s, uint64_t now)
+{
+	uint64_t	since = atomic_load(&s->since);
+	uintptr_t	mm = atomic_load(&s->mm), was;
+	int		zero = 0, one = 1;
+
+	if (atomic_load(&s->stuck))
+		return (0);
+	/* Entered after now was read: not stuck. */
+	if (since == 0 || since > now || now - since < WORKER_STUCK_NS) {
+		/* Home of a client no longer slow: let it go. */
+		if (atomic_load(&s->slow_mm) != 0 &&
+		    now >= atomic_load(&s->slow_until)) {
+			atomic_store(&s->slow_mm, 0);
+			atomic_fetch_sub(&worker_nslow, 1);
+		}
+		return (0);
+	}
+	atomic_store(&s->slow_until, UINT64_MAX);
+	if ((was = atomic_exchange(&s->slow_mm, mm)) == 0)
+		atomic_fetch_add(&worker_nslow, 1);
+	if (!atomic_compare_exchange_strong(&s->stuck, &zero, 1))
+		return (0);
+	if (atomic_load(&s->since) != since) {
+		/* Back already: a short caution, no more. */
+		if (atomic_compare_exchange_strong(&s->stuck, &one, 0))
+			atomic_store(&s->slow_until, now +
+			    WORKER_SLOW_HOLD_NS);
+		return (0);
+	}
+	atomic_fetch_add(&stats.threads_stuck_total, 1);
+	/* Once a client: again while it is still slow is no news. */
+	if (was == mm)
+		log_debug("%s: stuck again on region %llu (pid %d)", s->name,
+		    (unsigned long long)atomic_load(&s->region),
+		    atomic_load(&s->pid));
+	else
+		log_warnx("%s: stuck %llu ms in a userfaultfd ioctl on region "
+		    "%llu (pid %d), waiting on that client's memory map lock: "
+		    "%s", s->name,
+		    (unsigned long long)((now - since) / 1000000),
+		    (unsigned long long)atomic_load(&s->region),
+		    atomic_load(&s->pid), s->bg ? "no more premaps into that "
+		    "client for now" : "its other work goes elsewhere, that "
+		    "client's faults wait on it");
+	return (1);
+}
+
+/* Queued work not of mm (the client w is stuck on). */
+static int
+worker_other_mm(struct work *item, void *arg)
+{
+	return (item->mm != *(uintptr_t *)arg);
+}
+
+/* Give what waits on stuck worker w, but its own client's, to others. */
+static void
+worker_take_over(struct worker *w)
+{
+	struct work	*item[WORKER_TAKE_BATCH];
+	uintptr_t	 mm = atomic_load(&w->slot.slow_mm);
+	size_t		 n, k;
+	int		 j;
+
+	while ((n = worker_take(w, worker_other_mm, &mm, item,
+	    WORKER_TAKE_BATCH)) > 0) {
+		atomic_fetch_add(&stats.work_taken_over, n);
+		for (k = 0; k < n; k++) {
+			j = worker_unstuck(w->id);
+			if (item[k]->type == WORK_FAULT)
+				worker_requeue(item[k]);
+			else
+				worker_push(&workers[j], item[k]);
+		}
+		if (n < WORKER_TAKE_BATCH)
+			break;
+	}
+}
+
+/* Start spare worker i (watchdog); 0 or an errno. */
+static int
+worker_spawn(int i, int spare)
+{
+	struct worker	*w = &workers[i];
+	int		 error;
+
+	w->id = i;
+	w->spare = spare;
+	if (spare) {
+		w->cpu = -1;	/* unpinned: it stands in for a stuck one */
+		w->node = 0;
+	}
+	w->spin_ns = (uint64_t)worker_config.spin_us * 1000;
+	snprintf(w->slot.name, sizeof(w->slot.name), "worker %d", i);
+	TAILQ_INIT(&w->queue);
+	if ((w->efd = eventfd(0, EFD_CLOEXEC)) == -1)
+		return (errno);
+	pthread_mutex_init(&w->lock, NULL);
+	if ((error = pthread_create(&w->thread, NULL, worker_main, w)) != 0) {
+		pthread_mutex_destroy(&w->lock);
+		close(w->efd);
+		return (error);
+	}
+	return (0);
+}
+
+/*
+ * One look at every thread in a client's ioctl: mark the stuck, move
+ * their other work, and make a spare when fewer than asked are free.
+ */
+static void
+worker_watch_pass(void)
+{
+	uint64_t	now = stats_now_ns();
+	int		i, n, nbg, stuck = 0, bgstuck = 0, free = 0, error;
+
+	n = atomic_load(&worker_nlive);
+	for (i = 0; i < n; i++) {
+		worker_watch_slot(&workers[i].slot, now);
+		if (atomic_load(&workers[i].slot.stuck)) {
+			stuck++;
+			worker_take_over(&workers[i]);
+		} else if (!worker_slot_avoided(&workers[i].slot, now))
+			free++;
+	}
+	nbg = atomic_load(&worker_nbg);
+	for (i = 0; i < nbg; i++) {
+		worker_watch_slot(&worker_bg[i], now);
+		if (atomic_load(&worker_bg[i].stuck))
+			bgstuck++;
+	}
+	atomic_store(&stats.workers_stuck, stuck);
+	atomic_store(&stats.bg_threads_stuck, bgstuck);
+	if (free > 0)
+		worker_all_caught = 0;
+	if (free >= nworkers || stuck == 0)
+		return;
+	if (n >= nworkers + worker_spares_max) {
+		if (free == 0 && !worker_all_caught) {
+			worker_all_caught = 1;
+			log_warnx("every worker waits on a client's memory "
+			    "map lock, and %d spares are made already: faults "
+			    "wait until one is back", worker_spares_max);
+		}
+		return;
+	}
+	if ((error = worker_spawn(n, 1)) != 0) {
+		log_warnx("worker %d: a spare: %s", n, strerror(error));
+		return;
+	}
+	atomic_store(&worker_nlive, n + 1);
+	atomic_store(&stats.workers_spare, n + 1 - nworkers);
+	log_info("worker %d: a spare, while %d wait on a client", n, stuck);
+}
+
+static void *
+worker_watch_main(void *arg)
+{
+	struct timespec	ts = { 0, WORKER_WATCH_MS * 1000000L };
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "hpz-wwatch");
+	while (!atomic_load(&worker_watch_stop)) {
+		nanosleep(&ts, NULL);
+		worker_watch_pass();
+	}
+	return (NULL);
+}
+
+/* A fault a spinning worker read: its own, unless its client is slow. */
+void
+worker_push_polled(struct worker *self, struct work *item)
+{
+	struct worker	*h;
+
+	if ((h = worker_home(item->mm)) != NULL && h != self)
+		worker_push(h, item);
+	else
+		worker_push(self, item);
+}
+
 /*
  * The hash that spreads faults over workers: region id times a prime, plus
  * the page index.  Adjacent pages of one region go to different workers,
@@ -190,16 +548,21 @@ worker_push(struct worker *w, struct work *item)
 void
 worker_submit(struct work *item, int fault_cpu, int page_node)
 {
-	uint64_t	hash;
-	int		i;
+	struct worker	*h;
+	uint64_t	 hash;
+	int		 i;
 
+	if ((h = worker_home(item->mm)) != NULL) {
+		worker_push(h, item);
+		return;
+	}
 	hash = item->region->id * WORKER_ROUTE_PRIME +
 	    region_page_index(item->region, item->addr);
 	if (worker_config.route == ROUTE_HASH)
 		fault_cpu = -1;
 	i = worker_route(&topo, worker_cpus, nworkers, fault_cpu, page_node,
 	    hash);
-	worker_push(&workers[i], item);
+	worker_push(&workers[worker_unstuck(i)], item);
 }
 
 /*
@@ -211,11 +574,14 @@ worker_assist(struct clear_job *job, struct region *r, uint64_t idx,
     struct worker *self, int awake_only)
 {
 	struct work	*item;
-	int		 i, asked = 0, node;
+	uint64_t	 now = stats_now_ns();
+	int		 i, n, asked = 0, node;
 
 	node = region_page_node(r, idx);
-	for (i = 0; i < nworkers; i++) {
-		if (&workers[i] == self || !atomic_load(&workers[i].idle))
+	n = atomic_load(&worker_nlive);
+	for (i = 0; i < n; i++) {
+		if (&workers[i] == self || !atomic_load(&workers[i].idle) ||
+		    worker_slot_avoided(&workers[i].slot, now))
 			continue;
 		if (awake_only && atomic_load(&workers[i].sleeping))
 			continue;
@@ -273,7 +639,7 @@ worker_take_due(struct worker *w)
 		}
 		TAILQ_REMOVE(&worker_deferred, item, entry);
 		atomic_fetch_sub(&worker_ndeferred, 1);
-		worker_push(w, item);
+		worker_push_polled(w, item);
 	}
 	atomic_store(&worker_defer_next, first);
 	pthread_mutex_unlock(&worker_defer_lock);
@@ -311,9 +677,9 @@ worker_requeue(struct work *item)
 int
 worker_awake(void)
 {
-	int	i, n = 0;
+	int	i, n = 0, live = atomic_load(&worker_nlive);
 
-	for (i = 0; i < nworkers; i++)
+	for (i = 0; i < live; i++)
 		if (!atomic_load(&workers[i].sleeping))
 			n++;
 	return (n);
@@ -323,9 +689,9 @@ worker_awake(void)
 int
 worker_spinning(const struct worker *self)
 {
-	int	i, n = 0;
+	int	i, n = 0, live = atomic_load(&worker_nlive);
 
-	for (i = 0; i < nworkers; i++)
+	for (i = 0; i < live; i++)
 		if (&workers[i] != self && atomic_load(&workers[i].idle) &&
 		    !atomic_load(&workers[i].sleeping))
 			n++;
@@ -443,6 +809,7 @@ worker_main(void *arg)
 
 	snprintf(name, sizeof(name), "hpz-worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name);
+	worker_tls = &w->slot;
 	worker_place(w);
 	pthread_mutex_lock(&worker_placed_lock);
 	worker_placed++;
@@ -503,12 +870,16 @@ worker_extent_max(const struct worker_config *cfg)
 int
 worker_start(const struct worker_config *cfg)
 {
-	int	i, error = 0, cpu, n = cfg->nworkers;
+	int	i, error = 0, cpu, n = cfg->nworkers, cap;
 
 	if (n < 1 || n > HPZD_WORKERS_MAX)
 		return (-EINVAL);
 	worker_config = *cfg;
-	if ((workers = calloc((size_t)n, sizeof(*workers))) == NULL ||
+	/* Room for the spares (worker_watch_pass): as many again. */
+	worker_spares_max = n < HPZD_WORKERS_MAX - n ? n :
+	    HPZD_WORKERS_MAX - n;
+	cap = n + worker_spares_max;
+	if ((workers = calloc((size_t)cap, sizeof(*workers))) == NULL ||
 	    (worker_cpus = calloc((size_t)n, sizeof(*worker_cpus))) == NULL) {
 		log_warn("%d workers", n);
 		free(workers);
@@ -524,34 +895,32 @@ worker_start(const struct worker_config *cfg)
 				cpu = (cpu + 1) % topo.ncpus;
 			while (!topo.cpu_online[cpu]);
 		}
-		workers[i].id = i;
 		workers[i].cpu = cpu;
 		workers[i].node = cpu >= 0 ? topo.cpu_node[cpu] : 0;
-		workers[i].spin_ns = (uint64_t)cfg->spin_us * 1000;
 		worker_cpus[i] = cpu;
-		TAILQ_INIT(&workers[i].queue);
-		if ((workers[i].efd = eventfd(0, EFD_CLOEXEC)) == -1) {
-			error = -errno;
-			log_warn("worker %d: eventfd", i);
-			break;
-		}
-		pthread_mutex_init(&workers[i].lock, NULL);
-		if ((error = pthread_create(&workers[i].thread, NULL,
-		    worker_main, &workers[i])) != 0) {
-			log_warnx("worker %d: pthread_create: %s", i,
-			    strerror(error));
+		if ((error = worker_spawn(i, 0)) != 0) {
+			log_warnx("worker %d: %s", i, strerror(error));
 			error = -error;
-			pthread_mutex_destroy(&workers[i].lock);
-			close(workers[i].efd);
 			break;
 		}
 	}
 	/* Those started, whether or not all were: stopped again on failure. */
 	nworkers = i;
+	atomic_store(&worker_nlive, i);
 	pthread_mutex_lock(&worker_placed_lock);
 	while (worker_placed < nworkers)
 		pthread_cond_wait(&worker_placed_cond, &worker_placed_lock);
 	pthread_mutex_unlock(&worker_placed_lock);
+	if (error == 0) {
+		atomic_store(&worker_watch_stop, 0);
+		if ((error = pthread_create(&worker_watch_thread, NULL,
+		    worker_watch_main, NULL)) != 0) {
+			log_warnx("worker watchdog: pthread_create: %s",
+			    strerror(error));
+			error = -error;
+		} else
+			worker_watching = 1;
+	}
 	if (error != 0)
 		worker_stop();
 	return (error);
@@ -562,16 +931,22 @@ void
 worker_stop(void)
 {
 	uint64_t	one = 1;
-	int		i;
+	int		i, n;
 
-	for (i = 0; i < nworkers; i++) {
+	if (worker_watching) {
+		atomic_store(&worker_watch_stop, 1);
+		pthread_join(worker_watch_thread, NULL);
+		worker_watching = 0;
+	}
+	n = atomic_load(&worker_nlive);
+	for (i = 0; i < n; i++) {
 		pthread_mutex_lock(&workers[i].lock);
 		workers[i].stop = 1;
 		pthread_mutex_unlock(&workers[i].lock);
 		if (write(workers[i].efd, &one, sizeof(one)) == -1)
 			log_warn("worker %d: wake", i);
 	}
-	for (i = 0; i < nworkers; i++) {
+	for (i = 0; i < n; i++) {
 		pthread_join(workers[i].thread, NULL);
 		close(workers[i].efd);
 		pthread_mutex_destroy(&workers[i].lock);
@@ -581,4 +956,5 @@ worker_stop(void)
 	workers = NULL;
 	worker_cpus = NULL;
 	nworkers = 0;
+	atomic_store(&worker_nlive, 0);
 }

@@ -182,7 +182,17 @@
 	D(steps_aside, counter, "", "", "",				\
 	    "Garbage dropped for the kernel to zero.")			\
 	D(pages_aside, counter, "pages", "", "",			\
-	    "Pages so dropped.")
+	    "Pages so dropped.")					\
+	D(workers_stuck, gauge, "", "workers_stuck", "",		\
+	    "Workers stuck now in an ioctl on a client's memory map.")	\
+	D(workers_spare, gauge, "", "", "",				\
+	    "Spare workers made while others were stuck.")		\
+	D(bg_threads_stuck, gauge, "", "", "",				\
+	    "Background threads stuck now in such an ioctl.")		\
+	D(threads_stuck_total, counter, "", "threads_stuck_total", "",	\
+	    "Times a thread was found stuck in a client's ioctl.")	\
+	D(work_taken_over, counter, "", "", "",				\
+	    "Queued work moved off a stuck worker.")
 
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
