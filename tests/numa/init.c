@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -24,6 +25,10 @@
 #define SOCK		"/run/hpzerod/hpzerod.sock"
 #define LOG		"/tmp/hpzerod.log"
 #define START_S		120	/* the daemon's start, under TCG */
+#define CLIENT_S	100	/* the client's checks, under TCG */
+
+static void	show_threads(pid_t);
+static void	show_others(pid_t);
 
 static void
 say(const char *fmt, ...)
@@ -46,12 +51,16 @@ mnt(const char *src, const char *dir, const char *type, const char *opts)
 		say("init: mount %s on %s: %s", type, dir, strerror(errno));
 }
 
-/* Run argv with its output on the console; its wait status, or -1. */
+/*
+ * Run argv with its output on the console; its wait status, or -1.  After
+ * limit_s (0: none) every thread's whereabouts are shown and it is killed.
+ */
 static int
-run(char *const argv[])
+run(char *const argv[], int limit_s, pid_t daemon)
 {
-	pid_t	pid;
-	int	st;
+	struct timespec	ts = { 0, 100 * 1000 * 1000 };
+	pid_t		pid;
+	int		st, i;
 
 	if ((pid = fork()) == -1)
 		return (-1);
@@ -59,6 +68,18 @@ run(char *const argv[])
 		execv(argv[0], argv);
 		say("init: exec %s: %s", argv[0], strerror(errno));
 		_exit(127);
+	}
+	for (i = 0; limit_s > 0 && i < limit_s * 10; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return (st);
+		nanosleep(&ts, NULL);
+	}
+	if (limit_s > 0) {
+		say("FAIL %s: not done after %d s; where each thread waits:",
+		    argv[0], limit_s);
+		show_threads(daemon);
+		show_others(daemon);
+		kill(pid, SIGKILL);
 	}
 	while (waitpid(pid, &st, 0) == -1)
 		if (errno != EINTR)
@@ -97,6 +118,87 @@ log_ready(void)
 		ready = strstr(line, " ready: ") != NULL;
 	fclose(f);
 	return (ready);
+}
+
+/* Print path (a small /proc file) after a label. */
+static void
+show_file(const char *label, const char *path)
+{
+	char	 buf[4096];
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(path, O_RDONLY)) == -1)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	printf("%s:\n%s%s", label, buf, buf[n - 1] == '\n' ? "" : "\n");
+}
+
+/* Where every thread of pid waits: its state, wchan and kernel stack. */
+static void
+show_threads(pid_t pid)
+{
+	char		 path[320], label[320], comm[32];
+	struct dirent	*de;
+	DIR		*d;
+	ssize_t		 n;
+	int		 fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)pid,
+		    de->d_name);
+		comm[0] = '\0';
+		if ((fd = open(path, O_RDONLY)) != -1) {
+			if ((n = read(fd, comm, sizeof(comm) - 1)) > 0)
+				comm[n - 1] = '\0';
+			close(fd);
+		}
+		snprintf(label, sizeof(label), "--- %d/%s %s stat",
+		    (int)pid, de->d_name, comm);
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid,
+		    de->d_name);
+		show_file(label, path);
+		snprintf(label, sizeof(label), "--- %d/%s %s stack",
+		    (int)pid, de->d_name, comm);
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stack",
+		    (int)pid, de->d_name);
+		show_file(label, path);
+	}
+	closedir(d);
+	fflush(stdout);
+}
+
+/* Every process but init's and the daemon's. */
+static void
+show_others(pid_t daemon)
+{
+	struct dirent	*de;
+	DIR		*d;
+	pid_t		 pid;
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		pid = (pid_t)atoi(de->d_name);
+		if (pid > 1 && pid != daemon && pid != getpid()) {
+			char	path[64], link[256];
+
+			/* Kernel threads have no program. */
+			snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+			if (readlink(path, link, sizeof(link)) > 0)
+				show_threads(pid);
+		}
+	}
+	closedir(d);
 }
 
 static void
@@ -164,11 +266,11 @@ main(void)
 	say("daemon ready pid %d", (int)daemon);
 
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)daemon);
-	st = run(client);
+	st = run(client, CLIENT_S, daemon);
 	if (st != -1 && WIFEXITED(st))
 		rc = WEXITSTATUS(st);
 	say("client status %d", st);
-	run(ctl);
+	run(ctl, 0, daemon);
 
 	kill(daemon, SIGTERM);
 	while (waitpid(daemon, &st, 0) == -1 && errno == EINTR)

@@ -19,10 +19,15 @@
  *                   served by the daemon: its pages are on node 1
  *   ahead-region    the same with HPZ_AHEAD_EAGER, allocated ahead by the
  *                   background threads: its pages are on node 1
+ *   both-nodes      a process bound to node 0 and one bound to node 1 fault
+ *                   their regions at once, a few rounds: each one's pages
+ *                   are on its node (a worker busy with one node's faults
+ *                   takes none of the other's)
  */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <hpz.h>
 
@@ -39,6 +45,8 @@
 #define REGION_LEN	(16UL << 20)	/* 8 pages */
 #define WAIT_S		90		/* a liveness bound, under TCG */
 #define MPOL_BIND_	2		/* <numaif.h>, without libnuma */
+#define BOTH_LEN	(32UL << 20)	/* both-nodes: 16 pages a process */
+#define BOTH_ROUNDS	4
 
 static int	failures;
 static pid_t	daemon_pid;
@@ -415,6 +423,137 @@ check_region(const char *name, unsigned int flags)
 	hpz_region_destroy(&r);
 }
 
+static int
+bind_node(int node)
+{
+	unsigned long	mask = 1UL << node;
+
+	return ((int)syscall(SYS_set_mempolicy, MPOL_BIND_, &mask,
+	    8 * sizeof(mask)));
+}
+
+/*
+ * One process's rounds of both-nodes, bound to node: each round a fresh
+ * region faulted through the daemon, a byte on ready once it is registered,
+ * touched when a byte comes on go; a line on out when its pages went
+ * elsewhere.  How many rounds went wrong.
+ */
+static int
+both_rounds(int node, int go, int ready, FILE *out)
+{
+	struct hpz_region	r;
+	char			pol[32], c;
+	long			on[NODES], want = BOTH_LEN / PAGE_2M;
+	int			round, bad = 0;
+
+	if (bind_node(node) == -1) {
+		fprintf(out, "node %d: set_mempolicy: %s\n", node,
+		    strerror(errno));
+		return (BOTH_ROUNDS);
+	}
+	for (round = 0; round < BOTH_ROUNDS; round++) {
+		if (hpz_region_create(&r, BOTH_LEN, HPZ_PAGE_2M |
+		    HPZ_NO_POOL) != 0 || hpz_register(&r) != 0) {
+			fprintf(out, "node %d round %d: %s\n", node, round,
+			    hpz_last_error());
+			fflush(out);
+			/* The rounds left are lost, not waited for. */
+			bad += BOTH_ROUNDS - round;
+			for (; round < BOTH_ROUNDS; round++)
+				(void)!write(ready, "r", 1);
+			return (bad);
+		}
+		if (write(ready, "r", 1) != 1 || read(go, &c, 1) != 1)
+			c = 0;
+		touch(&r);
+		if (placed(r.addr, on, pol, sizeof(pol), 0) != 0 ||
+		    on[node] != want || on[!node] != 0) {
+			fprintf(out, "node %d round %d: %ld pages on node 0, "
+			    "%ld on node 1 (of %ld)\n", node, round, on[0],
+			    on[1], want);
+			bad++;
+		}
+		hpz_region_destroy(&r);
+	}
+	fflush(out);
+	return (bad);
+}
+
+static void
+both_exec(int node, int go, int ready, int out)
+{
+	char	a[4][16];
+
+	snprintf(a[0], sizeof(a[0]), "%d", node);
+	snprintf(a[1], sizeof(a[1]), "%d", go);
+	snprintf(a[2], sizeof(a[2]), "%d", ready);
+	snprintf(a[3], sizeof(a[3]), "%d", out);
+	execl("/proc/self/exe", "numa-client", "--both", a[0], a[1], a[2],
+	    a[3], (char *)NULL);
+	_exit(BOTH_ROUNDS);
+}
+
+static void
+check_both(void)
+{
+	char	 line[256], why[512] = "";
+	FILE	*f;
+	pid_t	 kid;
+	char	 c[2];
+	int	 go0[2], go1[2], ready[2], st, bad, round;
+
+	if (pipe(go0) == -1 || pipe(go1) == -1 || pipe(ready) == -1 ||
+	    (f = tmpfile()) == NULL) {
+		check(0, "both-nodes", "pipe: %s", strerror(errno));
+		return;
+	}
+	if ((kid = fork()) == -1) {
+		check(0, "both-nodes", "fork: %s", strerror(errno));
+		return;
+	}
+	/* A new program: libhpz's connection is not for two processes. */
+	if (kid == 0) {
+		close(go1[0]);
+		close(go1[1]);
+		close(go0[1]);
+		close(ready[0]);
+		both_exec(0, go0[0], ready[1], fileno(f));
+	}
+	close(go0[0]);
+	if (fork() == 0) {
+		close(go1[1]);
+		close(go0[1]);
+		close(ready[0]);
+		both_exec(1, go1[0], ready[1], fileno(f));
+	}
+	close(go1[0]);
+	close(ready[1]);
+	signal(SIGPIPE, SIG_IGN);	/* a process that gave up */
+	/* Both touch at once, round after round, once both registered. */
+	for (round = 0; round < BOTH_ROUNDS; round++) {
+		if (read(ready[0], c, 1) != 1 || read(ready[0], c + 1, 1) != 1 ||
+		    write(go0[1], "g", 1) != 1 || write(go1[1], "g", 1) != 1)
+			break;
+	}
+	close(ready[0]);
+	close(go0[1]);
+	close(go1[1]);
+	bad = 0;
+	while (wait(&st) > 0)
+		bad += WIFEXITED(st) ? WEXITSTATUS(st) : BOTH_ROUNDS;
+	fflush(f);
+	rewind(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(why) + strlen(line) + 3 < sizeof(why))
+			strcat(strcat(why, why[0] ? "; " : ""), line);
+	}
+	fclose(f);
+	check(bad == 0, "both-nodes", "%d of %d rounds a process with a page "
+	    "off its node%s%s", bad, 2 * BOTH_ROUNDS, why[0] ? ": " : "",
+	    why);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -422,6 +561,14 @@ main(int argc, char *argv[])
 	char		path[128], buf[256];
 	int		n;
 
+	FILE		*out;
+
+	if (argc == 6 && strcmp(argv[1], "--both") == 0) {
+		if ((out = fdopen(atoi(argv[5]), "a")) == NULL)
+			return (BOTH_ROUNDS);
+		return (both_rounds(atoi(argv[2]), atoi(argv[3]),
+		    atoi(argv[4]), out));
+	}
 	if (argc != 2) {
 		fprintf(stderr, "usage: numa-client daemon-pid\n");
 		return (64);
@@ -456,6 +603,7 @@ main(int argc, char *argv[])
 	check_region("fault-region", HPZ_PAGE_2M | HPZ_NO_POOL);
 	check_region("ahead-region", HPZ_PAGE_2M | HPZ_NO_POOL |
 	    HPZ_AHEAD_EAGER);
+	check_both();
 	printf("NUMA client failures %d\n", failures);
 	return (failures);
 }

@@ -157,13 +157,15 @@ timeout "$TIMEOUT_S" "$QEMU" -accel tcg -cpu max -smp 2 -m 576M \
 	-nic none -display none -monitor none -no-reboot \
 	-serial "file:$serial" \
 	-kernel "$kernel" -initrd "$dir/initrd.gz" \
-	-append "console=ttyS0 panic=-1 loglevel=4 hugepagesz=2M hugepages=0:40,1:64" \
+	-append "console=ttyS0 panic=-1 loglevel=4 hugepagesz=2M hugepages=0:56,1:64" \
 	</dev/null >"$dir/qemu.log" 2>&1 8>&- &
 qpid=$!
 wait "$qpid"
 rc=$?
 qpid=''
 
+# The whole console stays in the build tree, for a failure's details.
+cp "$serial" "$B/tests/numa/serial.log" 2>/dev/null
 grep -a '^NUMA ' "$serial" | tr -d '\r'
 if [ "$rc" = 124 ]; then
 	echo "--- serial (last 40 lines) ---"; tail -n 40 "$serial"
