@@ -19,6 +19,8 @@
 #include <sys/ioctl.h>
 #include <linux/userfaultfd.h>
 
+#include <numa.h>
+
 #include "hpzerod.h"
 #include "bucket.h"
 
@@ -40,6 +42,7 @@ static uint64_t		 scrub_ahead_min;
 static uint64_t		 scrub_ahead_max;
 static struct bucket	*scrub_global;
 static atomic_int	 scrub_nbusy;	/* threads not waiting for work */
+static int		 scrub_on_node[TOPO_NODES_MAX]; /* threads a node */
 
 /* Background threads at work now (cost.c counts them as ours). */
 int
@@ -406,12 +409,13 @@ scrub_page(struct scrub_ctx *x, uint64_t i, int flags)
 
 /* One chunk of background work on r (a reference is held). */
 static void
-scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n)
+scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n,
+    int node)
 {
 	struct scrub_ctx	 x;
 	uint64_t		 i;
 	uint8_t			 s;
-	int			 scrub, flags;
+	int			 scrub, flags, cross, error;
 
 	x.r = r;
 	x.kind = kind;
@@ -421,8 +425,18 @@ scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n)
 	scrub = scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0 &&
 	    atomic_load(&r->aside) != ASIDE_DROPPING;
 	if (kind == SCRUB_AHEAD || x.eager) {
-		/* Idempotent: existing pages, data or not, stay as they are. */
-		if (scrub_populate(r, lo, n) != 0)
+		/*
+		 * Idempotent: existing pages, data or not, stay as they are.
+		 * They come from the region's node, also when no thread of
+		 * ours runs there (scrub_take).
+		 */
+		cross = r->node >= 0 && node >= 0 && r->node != node;
+		if (cross)
+			numa_set_preferred(r->node);
+		error = scrub_populate(r, lo, n);
+		if (cross)
+			numa_set_preferred(node);
+		if (error != 0)
 			return;
 		if (kind == SCRUB_AHEAD && !x.premap)
 			return;
@@ -440,15 +454,23 @@ scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n)
 	}
 }
 
-/* Take the next chunk of the most urgent region (lock held). */
+/*
+ * Take the next chunk of the most urgent region (lock held) for a thread
+ * of node (-1: none known): a region on another node is left to that
+ * node's threads, if it has any.
+ */
 static struct region *
-scrub_take(enum scrub_kind *kind, uint64_t *lo, uint64_t *n)
+scrub_take(enum scrub_kind *kind, uint64_t *lo, uint64_t *n, int node)
 {
-	struct region	*r;
+	struct region	*r, *next;
 	uint64_t	 chunk, ext;
 
 	ext = worker_extent_max(&worker_config);
-	while ((r = TAILQ_FIRST(&scrub_queue)) != NULL) {
+	for (r = TAILQ_FIRST(&scrub_queue); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, bg);
+		if (node >= 0 && r->node >= 0 && r->node != node &&
+		    r->node < TOPO_NODES_MAX && scrub_on_node[r->node] > 0)
+			continue;
 		chunk = ext / r->page_size;
 		if (chunk < 1)
 			chunk = 1;
@@ -486,7 +508,7 @@ scrub_main(void *arg)
 	uint64_t		 lo, n;
 	cpu_set_t		 set;
 	char			 name[16];
-	int			 id = (int)(intptr_t)arg;
+	int			 id = (int)(intptr_t)arg, node = -1;
 
 	snprintf(name, sizeof(name), "hpz-scrub-%d", id);
 	pthread_setname_np(pthread_self(), name);
@@ -499,17 +521,22 @@ scrub_main(void *arg)
 		CPU_ZERO(&set);
 		CPU_SET(scrub_cpus[id], &set);
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+		/* What we allocate comes from our node, as a worker's. */
+		if (topo.nnodes > 1 && numa_available() != -1) {
+			node = topo.cpu_node[scrub_cpus[id]];
+			numa_set_preferred(node);
+		}
 	}
 	pthread_mutex_lock(&scrub_lock);
 	for (;;) {
 		while (!scrub_stopping &&
-		    (r = scrub_take(&kind, &lo, &n)) == NULL)
+		    (r = scrub_take(&kind, &lo, &n, node)) == NULL)
 			pthread_cond_wait(&scrub_cond, &scrub_lock);
 		if (scrub_stopping)
 			break;
 		pthread_mutex_unlock(&scrub_lock);
 		atomic_fetch_add(&scrub_nbusy, 1);
-		scrub_chunk(r, kind, lo, n);
+		scrub_chunk(r, kind, lo, n, node);
 		atomic_fetch_sub(&scrub_nbusy, 1);
 		region_work_done(r);
 		pthread_mutex_lock(&scrub_lock);
@@ -571,6 +598,8 @@ scrub_start(const struct conf *c)
 		scrub_stop();
 		return (-ENOMEM);
 	}
+	/* Where each runs, and how many on each node, before any starts. */
+	memset(scrub_on_node, 0, sizeof(scrub_on_node));
 	cpu = -1;
 	for (i = 0; i < n; i++) {
 		scrub_cpus[i] = -1;
@@ -579,7 +608,12 @@ scrub_start(const struct conf *c)
 				cpu = (cpu + 1) % topo.ncpus;
 			while (!topo.cpu_online[cpu]);
 			scrub_cpus[i] = cpu;
+			if (topo.nnodes > 1 && topo.cpu_node[cpu] >= 0 &&
+			    topo.cpu_node[cpu] < TOPO_NODES_MAX)
+				scrub_on_node[topo.cpu_node[cpu]]++;
 		}
+	}
+	for (i = 0; i < n; i++) {
 		if ((error = pthread_create(&scrub_threads[i], NULL,
 		    scrub_main, (void *)(intptr_t)i)) != 0) {
 			log_warnx("scrub thread %d: pthread_create: %s", i,

@@ -734,7 +734,12 @@ worker_poll_remove(struct region *r)
 	pthread_rwlock_unlock(&worker_poll_lock);
 }
 
-/* While idle: read whatever faults wait in the regions' uffds. */
+/*
+ * While idle: read whatever faults wait in the regions' uffds.  Not those
+ * of a region on another node: a fault read here is served here, and the
+ * page would come from our node (that node's workers, or the reader, take
+ * them).
+ */
 static int
 worker_poll_uffds(struct worker *w)
 {
@@ -746,7 +751,9 @@ worker_poll_uffds(struct worker *w)
 		return (0);
 	n = atomic_load(&worker_npoll);
 	for (i = 0; i < n; i++)
-		got += uffd_read(worker_poll[i], w);
+		if (worker_poll[i]->node < 0 || w->cpu < 0 ||
+		    worker_poll[i]->node == w->node)
+			got += uffd_read(worker_poll[i], w);
 	pthread_rwlock_unlock(&worker_poll_lock);
 	return (got);
 }

@@ -32,7 +32,7 @@ step() { printf '\n==> %s\n' "$*"; }
 # Debian packages: toolchain and the libraries hpzerod uses.
 pkgs="build-essential autoconf automake libtool pkg-config libevent-dev
 libnuma-dev libsystemd-dev libcriterion-dev libjson-c-dev libinih-dev mandoc
-systemd systemd-container clang libclang-rt-14-dev qemu-system-x86"
+systemd systemd-container clang libclang-rt-14-dev qemu-system-x86 cpio"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
