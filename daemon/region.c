@@ -21,6 +21,7 @@
 #include <numaif.h>
 
 #include "hpzerod.h"
+#include "hostmem.h"
 #include "uffd-compat.h"
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
@@ -985,6 +986,52 @@ region_populate(struct region *r, uint64_t idx, uint64_t n)
 {
 	return (state_populate(r->map, r->fd, r->offset, r->page_size, idx,
 	    n));
+}
+
+/*
+ * Allocate page idx of the file for background work (scrub.c: scrub,
+ * eager and read-ahead population, premap), which no client waits for:
+ * 0 (the page is there), -ENOSPC (hugetlbfs: the host is at its reserve),
+ * -EDQUOT (shmem: the region's background fills are spent), or a negative
+ * errno.
+ *
+ * hugetlbfs: only while the host has more free, unreserved pages than the
+ * reserve ([pool] reserve_2m, reserve_1g), checked under hostmem_lock so
+ * that our own threads do not pass it together.  A hole the client's
+ * mapping reserved would cost the host nothing, but nothing tells such a
+ * hole from an unreserved one before it is filled, and a fill cannot be
+ * undone (the client may write the page at once): at the reserve the
+ * background allocates nothing, and the client's faults take their pages.
+ *
+ * shmem: a page in the page cache (mincore on our mapping, no call on the
+ * client's file) is there; a hole is filled only while the region's
+ * background fills are fewer than its pages (its size, once over its
+ * life), so that a client punching its file again and again does not have
+ * it refilled without end in the daemon's memory cgroup.
+ */
+int
+region_populate_spare(struct region *r, uint64_t idx)
+{
+	unsigned char	vec[1];
+	char		*p = (char *)r->map + idx * r->page_size;
+	int		 error;
+
+	if (r->fs_magic != HUGETLBFS_MAGIC) {
+		if (mincore(p, 4096, vec) == 0 && (vec[0] & 1))
+			return (0);
+		if (atomic_fetch_add(&r->bg_filled, 1) >= r->npages) {
+			atomic_store(&r->bg_filled, r->npages);
+			return (-EDQUOT);
+		}
+		return (region_populate(r, idx, 1));
+	}
+	hostmem_lock();
+	if (hostmem_spare(r->page_size) >= 1)
+		error = region_populate(r, idx, 1);
+	else
+		error = -ENOSPC;
+	hostmem_unlock();
+	return (error);
 }
 
 /*

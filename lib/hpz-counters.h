@@ -122,7 +122,11 @@
 	    "",								\
 	    "Garbage pages of every region not yet cleared.")		\
 	D(bg_throttle_ns, counter, "ns", "", "",			\
-	    "Time background work waited on the budgets.")
+	    "Time background work waited on the budgets.")		\
+	D(bg_pages_spared, counter, "pages", "", "",			\
+	    "Pages the background left unallocated: the host at its "	\
+	    "huge page reserve, a shmem region's refills spent, or a "	\
+	    "shmem hole.")
 
 /*
  * The limits in force (0: none; hpzerod.conf(5) [limits]) and what the
