@@ -117,6 +117,7 @@ struct region {
 	atomic_uint_fast64_t	 cleared;
 	atomic_uint_fast64_t	 populated;
 	atomic_uint_fast64_t	 bg_filled;	/* shmem holes the scrub filled */
+	int			 bg_resv;	/* holes reserved 1, not -1 (hostmem_lock) */
 	struct cost_seen	 seen;		/* its garbage faults (cost.c) */
 	atomic_uint_fast64_t	 fault_ns_total;
 	atomic_uint_fast64_t	 fault_ns_max;

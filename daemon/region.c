@@ -995,13 +995,19 @@ region_populate(struct region *r, uint64_t idx, uint64_t n)
  * -EDQUOT (shmem: the region's background fills are spent), or a negative
  * errno.
  *
- * hugetlbfs: only while the host has more free, unreserved pages than the
+ * hugetlbfs: while the host has more free, unreserved pages than the
  * reserve ([pool] reserve_2m, reserve_1g), checked under hostmem_lock so
  * that our own threads do not pass it together.  A hole the client's
- * mapping reserved would cost the host nothing, but nothing tells such a
- * hole from an unreserved one before it is filled, and a fill cannot be
- * undone (the client may write the page at once): at the reserve the
- * background allocates nothing, and the client's faults take their pages.
+ * mapping reserved costs the host nothing (resv_hugepages falls with
+ * free_hugepages), but only the counters around a fill tell such a hole
+ * from an unreserved one, and a fill cannot be undone (the client may
+ * write the page at once).  So each fill is watched: one that took the
+ * reservation marks the region's holes reserved (a mapping without
+ * MAP_NORESERVE reserves its whole range), one taken from the free pages
+ * marks them not.  At the reserve, a region known reserved goes on, one
+ * known not stops, and one not known yet fills one page to learn: at
+ * most one page below the reserve in the region's life, and none once a
+ * fill above the reserve has taught us.
  *
  * shmem: a page in the page cache (mincore on our mapping, no call on the
  * client's file) is there; a hole is filled only while the region's
@@ -1014,7 +1020,8 @@ region_populate_spare(struct region *r, uint64_t idx)
 {
 	unsigned char	vec[1];
 	char		*p = (char *)r->map + idx * r->page_size;
-	int		 error;
+	long long	 f0, v0, f1, v1;
+	int		 error, known;
 
 	if (r->fs_magic != HUGETLBFS_MAGIC) {
 		if (mincore(p, 4096, vec) == 0 && (vec[0] & 1))
@@ -1026,10 +1033,20 @@ region_populate_spare(struct region *r, uint64_t idx)
 		return (region_populate(r, idx, 1));
 	}
 	hostmem_lock();
-	if (hostmem_spare(r->page_size) >= 1)
-		error = region_populate(r, idx, 1);
-	else
-		error = -ENOSPC;
+	known = hostmem_counts(r->page_size, &f0, &v0) == 0;
+	if (known && f0 - v0 - (long long)hostmem_reserve(r->page_size) < 1 &&
+	    r->bg_resv < 0) {
+		hostmem_unlock();
+		return (-ENOSPC);
+	}
+	error = region_populate(r, idx, 1);
+	if (error == 0 && known && hostmem_counts(r->page_size, &f1,
+	    &v1) == 0) {
+		if (v1 < v0)
+			r->bg_resv = 1;		/* the file's reservation */
+		else if (f1 < f0)
+			r->bg_resv = -1;	/* the host's free pages */
+	}
 	hostmem_unlock();
 	return (error);
 }
