@@ -122,11 +122,7 @@
 	    "",								\
 	    "Garbage pages of every region not yet cleared.")		\
 	D(bg_throttle_ns, counter, "ns", "", "",			\
-	    "Time background work waited on the budgets.")		\
-	D(bg_pages_spared, counter, "pages", "", "",			\
-	    "Pages the background left unallocated: the host at its "	\
-	    "huge page reserve, a shmem region's refills spent, or a "	\
-	    "shmem hole.")
+	    "Time background work waited on the budgets.")
 
 /*
  * The limits in force (0: none; hpzerod.conf(5) [limits]) and what the
@@ -188,6 +184,13 @@
 	D(pages_aside, counter, "pages", "", "",			\
 	    "Pages so dropped.")
 
+/* What the background leaves to the faults (scrub.c); after the rest. */
+#define HPZ_COUNTERS_SPARE(D, V)					\
+	D(bg_pages_spared, counter, "pages", "", "",			\
+	    "Pages the background left unallocated: the host at its "	\
+	    "huge page reserve, a shmem region's refills spent, or a "	\
+	    "shmem hole.")
+
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
 	HPZ_COUNTERS_DAEMON(D, V)					\
@@ -197,6 +200,7 @@
 	HPZ_COUNTERS_LIMITS(D, V)					\
 	HPZ_COUNTERS_COST_RT(D, V)					\
 	HPZ_COUNTERS_COST(D, V)						\
-	HPZ_COUNTERS_INTERCEPT(D, V)
+	HPZ_COUNTERS_INTERCEPT(D, V)					\
+	HPZ_COUNTERS_SPARE(D, V)
 
 #endif /* HPZ_COUNTERS_H */
