@@ -13,8 +13,9 @@
  * of a mapping nobody intercepts: the exception and the zeroing), and our
  * bulk kernel's clear of such a page out of the caches (not the warm
  * buffer clear.c calibrates on: a garbage page is cold).  The policy also
- * watches what garbage faults through us take of late (cost_observe), so
- * that a machine busier than at start steps aside.  Huge
+ * watches what each region's garbage faults through us take of late
+ * (cost_observe), so that a region served slower than at start steps
+ * aside.  Huge
  * pages are used when the host has two free; else the round trip is
  * measured on shmem and the kernel's figures wait for free huge pages
  * (the 5 s timer tries again, off the loop).
@@ -35,6 +36,7 @@
 #include <linux/userfaultfd.h>
 
 #include "hpzerod.h"
+#include "hostmem.h"
 #include "uffd-compat.h"
 
 #define COST_TRIES	9		/* a round trip: the median of these */
@@ -65,35 +67,11 @@ cost_median(uint64_t *v, int n)
 	return (v[n / 2]);
 }
 
-/* A number from a sysfs file, or -1. */
-static long long
-cost_read_ll(const char *path)
-{
-	char	buf[32];
-
-	if (topo_read_file(path, buf, sizeof(buf)) <= 0)
-		return (-1);
-	return (strtoll(buf, NULL, 10));
-}
-
-/* Free, unreserved huge pages of the size whose sysfs directory is dir. */
+/* Free, unreserved huge pages of page_size (hostmem_avail). */
 long long
 cost_host_avail(uint64_t page_size)
 {
-	char		path[128];
-	long long	free_pages, resv;
-
-	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/"
-	    "hugepages-%llukB/free_hugepages",
-	    (unsigned long long)(page_size >> 10));
-	free_pages = cost_read_ll(path);
-	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/"
-	    "hugepages-%llukB/resv_hugepages",
-	    (unsigned long long)(page_size >> 10));
-	resv = cost_read_ll(path);
-	if (free_pages < 0 || resv < 0)
-		return (-1);
-	return (free_pages - resv);
+	return (hostmem_avail(page_size));
 }
 
 /* The handler of the round trip: map each fault, until told to stop. */
@@ -389,17 +367,27 @@ cost_fault_gain(const struct cost *c, uint64_t page_size)
 /*
  * Keep serving the faults of a region that holds garbage (1), or step
  * aside (0): drop its garbage and let the kernel zero each page on its
- * fault.  Pure.  demand: threads that want a CPU now (other runnable
- * tasks, and the threads waiting on our faults); queued: faults read and
- * not yet answered, this one included; nworkers: our fault threads; scrub:
- * background clearing runs for the region.
+ * fault.  Pure.  Every argument but the machine's (c, ncpus, demand) is
+ * the region's own: page_size its pages; queued its faults read and not
+ * yet answered, this one included; observed_ns what its own garbage
+ * faults took through us of late (cost_seen_get); scrub whether background
+ * clearing runs for it; nworkers our fault threads.
  *
- * A fault the daemon serves waits a round trip plus the clears queued
- * before it, shared among the workers, each worker getting the share of a
- * CPU that the runnable threads leave it; the kernel's costs its first
- * touch, on the faulting thread, whatever the queue.  Keep while ours is
- * the shorter wait.  Where a core is idle and the scrub runs, it clears
- * ahead of the client: keep.
+ * The model, for one fault of the region, scaled from the 2 MiB figures
+ * (zeroing and clearing grow with the page, the round trip does not):
+ *
+ *	kernel = ktouch * scale / share
+ *	ours   = rt + clear * scale * ceil(queued / nworkers) / share
+ *	keep while max(ours, rt + observed) < kernel
+ *
+ * share is the part of a CPU a thread gets while demand (runnable threads
+ * but ours, from /proc/loadavg) exceeds ncpus: our worker and the client's
+ * faulting thread are two of those threads and both get it, so a busy
+ * machine divides both waits and never alone makes a region step aside.
+ * Where a core is idle and the scrub runs, it clears ahead of the client:
+ * keep.  Another region's faults enter only through what this region saw
+ * them cost it (observed): a 1 GiB region's clears are never compared with
+ * a 2 MiB region's kernel touch.
  */
 int
 cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
@@ -416,48 +404,53 @@ cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
 	if (queued < 1)
 		queued = 1;
 	scale = (double)page_size / (double)COST_HUGE;
-	kernel = (double)c->ktouch_ns * scale;
 	share = demand <= ncpus ? 1.0 : (double)ncpus / (double)demand;
+	kernel = (double)c->ktouch_ns * scale / share;
 	rounds = (double)((queued + nworkers - 1) / nworkers);
 	ours = (double)c->rt_ns + (double)c->clear_ns * scale * rounds / share;
-	/* What garbage faults through us took of late, if it is more. */
+	/* What the region's garbage faults took of late, if it is more. */
 	if (observed_ns != 0 && (double)(c->rt_ns + observed_ns) > ours)
 		ours = (double)(c->rt_ns + observed_ns);
 	return (ours < kernel);
 }
 
 /*
- * Garbage faults as served of late: from the read of the message to the
- * answer (the round trip's kernel side is cost.rt_ns), a moving average
- * over the last few, forgotten after COST_OBSERVED_NS without one.
+ * A region's garbage faults as served of late: from the read of the
+ * message to the answer (the round trip's kernel side is cost.rt_ns), a
+ * moving average over the last few, forgotten after COST_SEEN_NS without
+ * one.  Lock-free and approximate: a lost update costs nothing.
  */
-#define COST_OBSERVED_NS	1000000000ULL
-static atomic_uint_fast64_t	cost_obs_ns;	/* the average */
-static atomic_uint_fast64_t	cost_obs_at;	/* when last fed */
-
 void
-cost_observe(uint64_t ns)
+cost_seen_feed(struct cost_seen *s, uint64_t ns, uint64_t now)
 {
-	uint64_t	old = atomic_load(&cost_obs_ns);
+	uint64_t	old = atomic_load(&s->ns);
 
-	/* Lock-free and approximate: a lost update costs nothing. */
-	atomic_store(&cost_obs_ns, old == 0 ? ns : old - old / 8 + ns / 8);
-	atomic_store(&cost_obs_at, stats_now_ns());
+	atomic_store(&s->ns, old == 0 ? ns : old - old / 8 + ns / 8);
+	atomic_store(&s->at, now);
 }
 
 uint64_t
-cost_observed(void)
+cost_seen_get(const struct cost_seen *s, uint64_t now)
 {
-	if (stats_now_ns() - atomic_load(&cost_obs_at) > COST_OBSERVED_NS)
+	uint64_t	at = atomic_load(&s->at);
+
+	if (at == 0 || now - at > COST_SEEN_NS)
 		return (0);
-	return (atomic_load(&cost_obs_ns));
+	return (atomic_load(&s->ns));
+}
+
+/* A garbage fault of r served in ns (a worker). */
+void
+cost_observe(struct region *r, uint64_t ns)
+{
+	cost_seen_feed(&r->seen, ns, stats_now_ns());
 }
 
 /*
  * Threads that want a CPU right now, but ours: runnable tasks from
  * /proc/loadavg (read at most once a millisecond), less our own awake
- * threads, plus the client threads blocked on our faults (they would run
- * if we stepped aside).  -1 when it cannot be read.
+ * threads.  The machine's figure: the caller adds the threads its own
+ * region's faults hold.  -1 when it cannot be read.
  */
 int
 cost_demand(void)
@@ -492,6 +485,5 @@ cost_demand(void)
 	if ((running = atomic_load(&cost_running)) < 0)
 		return (-1);
 	ours = worker_awake() + scrub_busy() + pool_busy();
-	running = running > ours ? running - ours : 0;
-	return (running + (int)atomic_load(&stats.faults_inflight));
+	return (running > ours ? running - ours : 0);
 }

@@ -17,6 +17,7 @@
 #include "hpz-state.h"
 #include "resolve.h"
 #include "clear.h"
+#include "cost.h"
 
 struct event;
 struct event_base;
@@ -115,6 +116,9 @@ struct region {
 	atomic_uint_fast64_t	 faults;
 	atomic_uint_fast64_t	 cleared;
 	atomic_uint_fast64_t	 populated;
+	atomic_uint_fast64_t	 bg_filled;	/* shmem holes the scrub filled */
+	int			 bg_resv;	/* holes reserved 1, not -1 (hostmem_lock) */
+	struct cost_seen	 seen;		/* its garbage faults (cost.c) */
 	atomic_uint_fast64_t	 fault_ns_total;
 	atomic_uint_fast64_t	 fault_ns_max;
 
@@ -363,6 +367,7 @@ uint64_t	 region_page_index(const struct region *, uint64_t addr);
 void		 region_work_done(struct region *);
 void		 region_set_policy(struct region *, uint32_t flags, int prio);
 int		 region_populate(struct region *, uint64_t idx, uint64_t n);
+int		 region_populate_spare(struct region *, uint64_t idx);
 int		 region_check_mapping(pid_t pid, uint64_t addr, uint64_t len,
 		    dev_t dev, ino_t ino, uint64_t offset, char *why,
 		    size_t whylen);
@@ -459,8 +464,7 @@ int		 cost_keep(const struct cost *, uint64_t page_size, int scrub,
 		    int demand, int ncpus, int queued, int nworkers,
 		    uint64_t observed_ns);
 int		 cost_demand(void);
-void		 cost_observe(uint64_t ns);
-uint64_t	 cost_observed(void);
+void		 cost_observe(struct region *, uint64_t ns);
 long long	 cost_host_avail(uint64_t page_size);
 
 /* intercept.c: faults trapped only while a region holds garbage. */

@@ -26,6 +26,15 @@
  * trip) and the loop then stops intercepting.  Pages are held while
  * punched and marked kept only after, with the range still intercepted,
  * so no fault meets a page half dropped and a crash leaves garbage.
+ *
+ * Only on shmem.  A punch on hugetlbfs also drops the file's reservation
+ * of the range (hugetlb_unreserve_pages): the freed pages go back to the
+ * host, anyone may take them, and the client's next touch of its own page
+ * gets SIGBUS.  No call puts a reservation back atomically (a new mmap of
+ * the range reserves again, but after the pages were free for anyone), so
+ * a hugetlbfs region's garbage is always ours to clear.  On shmem a hole
+ * is what a punch makes it, with nothing reserved to lose: the client's
+ * fault allocates a page as any of its first touches would.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -217,31 +226,27 @@ static int
 intercept_keep(struct region *r)
 {
 	struct cost	c;
-	long long	avail;
-	int		demand, scrub;
+	int		demand, scrub, queued;
 
 	if (intercept_aside_policy == ASIDE_NEVER ||
 	    intercept_policy == INTERCEPT_ALWAYS ||
 	    (r->flags & HPZ_AHEAD_ONFAULT) || r->idle_refused)
+		return (1);
+	/* A punch would give the client's reserved pages to anyone. */
+	if (r->fs_magic == HUGETLBFS_MAGIC)
 		return (1);
 	if (intercept_aside_policy == ASIDE_AUTO) {
 		if ((demand = cost_demand()) < 0)
 			return (1);
 		cost_get(&c);
 		scrub = scrub_region_enabled(r);
-		if (cost_keep(&c, r->page_size, scrub, demand, topo_online(),
-		    (int)atomic_load(&stats.faults_inflight), worker_count(),
-		    cost_observed()))
+		/* The region's own: its queued work, its faults of late. */
+		queued = atomic_load(&r->inflight);
+		if (cost_keep(&c, r->page_size, scrub, demand + queued,
+		    topo_online(), queued, worker_count(),
+		    cost_seen_get(&r->seen, stats_now_ns())))
 			return (1);
 	}
-	/*
-	 * A punched huge page is given back to the host and allocated again
-	 * on its fault: not where the host is short of them.
-	 */
-	if (r->fs_magic == HUGETLBFS_MAGIC &&
-	    ((avail = cost_host_avail(r->page_size)) < 0 ||
-	    (uint64_t)avail < resolve_garbage(&r->rt)))
-		return (1);
 	return (0);
 }
 

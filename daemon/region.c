@@ -21,6 +21,7 @@
 #include <numaif.h>
 
 #include "hpzerod.h"
+#include "hostmem.h"
 #include "uffd-compat.h"
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
@@ -985,6 +986,69 @@ region_populate(struct region *r, uint64_t idx, uint64_t n)
 {
 	return (state_populate(r->map, r->fd, r->offset, r->page_size, idx,
 	    n));
+}
+
+/*
+ * Allocate page idx of the file for background work (scrub.c: scrub,
+ * eager and read-ahead population, premap), which no client waits for:
+ * 0 (the page is there), -ENOSPC (hugetlbfs: the host is at its reserve),
+ * -EDQUOT (shmem: the region's background fills are spent), or a negative
+ * errno.
+ *
+ * hugetlbfs: while the host has more free, unreserved pages than the
+ * reserve ([pool] reserve_2m, reserve_1g), checked under hostmem_lock so
+ * that our own threads do not pass it together.  A hole the client's
+ * mapping reserved costs the host nothing (resv_hugepages falls with
+ * free_hugepages), but only the counters around a fill tell such a hole
+ * from an unreserved one, and a fill cannot be undone (the client may
+ * write the page at once).  So each fill is watched: one that took the
+ * reservation marks the region's holes reserved (a mapping without
+ * MAP_NORESERVE reserves its whole range), one taken from the free pages
+ * marks them not.  At the reserve, a region known reserved goes on, one
+ * known not stops, and one not known yet fills one page to learn: at
+ * most one page below the reserve in the region's life, and none once a
+ * fill above the reserve has taught us.
+ *
+ * shmem: a page in the page cache (mincore on our mapping, no call on the
+ * client's file) is there; a hole is filled only while the region's
+ * background fills are fewer than its pages (its size, once over its
+ * life), so that a client punching its file again and again does not have
+ * it refilled without end in the daemon's memory cgroup.
+ */
+int
+region_populate_spare(struct region *r, uint64_t idx)
+{
+	unsigned char	vec[1];
+	char		*p = (char *)r->map + idx * r->page_size;
+	long long	 f0, v0, f1, v1;
+	int		 error, known;
+
+	if (r->fs_magic != HUGETLBFS_MAGIC) {
+		if (mincore(p, 4096, vec) == 0 && (vec[0] & 1))
+			return (0);
+		if (atomic_fetch_add(&r->bg_filled, 1) >= r->npages) {
+			atomic_store(&r->bg_filled, r->npages);
+			return (-EDQUOT);
+		}
+		return (region_populate(r, idx, 1));
+	}
+	hostmem_lock();
+	known = hostmem_counts(r->page_size, &f0, &v0) == 0;
+	if (known && f0 - v0 - (long long)hostmem_reserve(r->page_size) < 1 &&
+	    r->bg_resv < 0) {
+		hostmem_unlock();
+		return (-ENOSPC);
+	}
+	error = region_populate(r, idx, 1);
+	if (error == 0 && known && hostmem_counts(r->page_size, &f1,
+	    &v1) == 0) {
+		if (v1 < v0)
+			r->bg_resv = 1;		/* the file's reservation */
+		else if (f1 < f0)
+			r->bg_resv = -1;	/* the host's free pages */
+	}
+	hostmem_unlock();
+	return (error);
 }
 
 /*

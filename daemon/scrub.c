@@ -17,12 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <linux/userfaultfd.h>
 
 #include <numa.h>
 
 #include "hpzerod.h"
 #include "bucket.h"
+#include "hostmem.h"
 
 enum scrub_kind {
 	SCRUB_AHEAD,		/* allocate [lo, lo+n) ahead of the faults */
@@ -250,12 +252,42 @@ struct scrub_ctx {
 	int		 premapped;
 };
 
+/*
+ * Pages the background allocates leave the host's reserve to others and
+ * stay within a shmem region's bound (region_populate_spare): a page it
+ * may not have is left to its fault.
+ */
 static int
 scrub_op_populate(struct resolve *rs, uint64_t idx, uint64_t n)
 {
 	struct scrub_ctx	*x = rs->arg;
+	uint64_t		 i;
+	int			 error;
 
-	return (region_populate(x->r, idx, n));
+	for (i = idx; i < idx + n; i++)
+		if ((error = region_populate_spare(x->r, i)) != 0) {
+			if (error == -ENOSPC || error == -EDQUOT)
+				atomic_fetch_add(&stats.bg_pages_spared, 1);
+			return (error);
+		}
+	return (0);
+}
+
+/*
+ * Is garbage page idx of a shmem region a hole (the client punched it
+ * since)?  It reads zero: nothing to clear, and filling it would charge
+ * the client's memory to the daemon.  mincore on our own mapping: no call
+ * on the client's file.
+ */
+static int
+scrub_shmem_hole(const struct region *r, uint64_t idx)
+{
+	unsigned char	vec[1];
+
+	if (r->fs_magic == HUGETLBFS_MAGIC)
+		return (0);
+	return (mincore((char *)r->map + idx * r->page_size, 4096, vec) == 0 &&
+	    (vec[0] & 1) == 0);
 }
 
 /*
@@ -275,7 +307,15 @@ scrub_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 	uint64_t		 ext, off, len, t0;
 	char			*page = (char *)r->map + lo * r->page_size;
 
-	if (n != 1 || region_populate(r, lo, 1) != 0)
+	if (n != 1)
+		return (-EINTR);
+	/* A shmem hole stays one: its fault, if any, is the client's. */
+	if (scrub_shmem_hole(r, lo)) {
+		atomic_fetch_add(&stats.bg_pages_spared, 1);
+		return (-EINTR);
+	}
+	/* A garbage page on hugetlbfs is in the file: this maps it. */
+	if (region_populate(r, lo, 1) != 0)
 		return (-EINTR);	/* no page to be had: the fault says */
 	ext = worker_extent_max(&worker_config);
 	for (off = 0; off < r->page_size; off += len) {
@@ -342,7 +382,8 @@ static const struct resolve_ops scrub_ops = {
 
 /*
  * Allocate pages [lo, lo+n) of the file, a page at a time so that a fault
- * never waits long behind us; the kernel zeroes new ones.
+ * never waits long behind us; the kernel zeroes new ones.  At the host's
+ * reserve, or past a shmem region's bound, the rest is left to the faults.
  */
 static int
 scrub_populate(struct region *r, uint64_t lo, uint64_t n)
@@ -352,8 +393,12 @@ scrub_populate(struct region *r, uint64_t lo, uint64_t n)
 
 	for (i = lo; i < lo + n && !atomic_load(&r->dying); i++) {
 		scrub_throttle(r, r->page_size);
-		if ((error = region_populate(r, i, 1)) != 0)
+		if ((error = region_populate_spare(r, i)) != 0) {
+			if (error == -ENOSPC || error == -EDQUOT)
+				atomic_fetch_add(&stats.bg_pages_spared,
+				    lo + n - i);
 			return (error);
+		}
 		atomic_fetch_add(&stats.bg_pages_populated, 1);
 	}
 	return (0);
@@ -554,6 +599,7 @@ scrub_configure(const struct conf *c)
 	struct region	*r;
 	int		 was;
 
+	hostmem_set_reserve(c->pool_reserve[0], c->pool_reserve[1]);
 	pthread_mutex_lock(&scrub_lock);
 	was = scrub_enabled;
 	scrub_enabled = c->scrub;

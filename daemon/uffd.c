@@ -1260,7 +1260,7 @@ uffd_finish(struct uffd_batch *b)
 			uffd_done(r, w, 0);
 			/* What a garbage fault through us costs now. */
 			if (rs->action == ACTION_CLEAR && i == 0)
-				cost_observe(stats_now_ns() - w->t_read);
+				cost_observe(r, stats_now_ns() - w->t_read);
 			uffd_work_end(w);
 			break;
 		case RESOLVE_RETRY:

@@ -194,6 +194,13 @@
 	D(work_taken_over, counter, "", "", "",				\
 	    "Queued work moved off a stuck worker.")
 
+/* What the background leaves to the faults (scrub.c); after the rest. */
+#define HPZ_COUNTERS_SPARE(D, V)					\
+	D(bg_pages_spared, counter, "pages", "", "",			\
+	    "Pages the background left unallocated: the host at its "	\
+	    "huge page reserve, a shmem region's refills spent, or a "	\
+	    "shmem hole.")
+
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
 	HPZ_COUNTERS_DAEMON(D, V)					\
@@ -203,6 +210,7 @@
 	HPZ_COUNTERS_LIMITS(D, V)					\
 	HPZ_COUNTERS_COST_RT(D, V)					\
 	HPZ_COUNTERS_COST(D, V)						\
-	HPZ_COUNTERS_INTERCEPT(D, V)
+	HPZ_COUNTERS_INTERCEPT(D, V)					\
+	HPZ_COUNTERS_SPARE(D, V)
 
 #endif /* HPZ_COUNTERS_H */

@@ -108,6 +108,8 @@ struct hpz_msg_status_reply {
 	uint32_t	policy;			/* HPZ_POLICY_* bits */
 	/* Faults intercepted only while a region holds garbage. */
 	HPZ_COUNTERS_INTERCEPT(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
+	/* What the background leaves to the faults. */
+	HPZ_COUNTERS_SPARE(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 };
 /* hpz_msg_status_reply.policy: [policy] in hpzerod.conf. */
 #define HPZ_POLICY_INTERCEPT_ALWAYS	0x01	/* else auto */
