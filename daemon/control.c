@@ -453,6 +453,16 @@ control_register(struct client *c, struct hpz_msg *m)
 			    "region"));
 		}
 		proto_close_fds(m);
+		/*
+		 * A reset in flight answers the connection that sent it, which
+		 * may be gone by the time it completes: the region moves only
+		 * once its resets are answered.
+		 */
+		if (r->client != c && !TAILQ_EMPTY(&r->resets))
+			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
+			    "register", "that region has a reset in progress "
+			    "on another connection: register again once it "
+			    "is answered"));
 		if (r->client != c) {
 			struct client	*from = r->client;
 
@@ -794,6 +804,43 @@ control_orphan_check(struct client *c)
 		control_drop(c, NULL);
 }
 
+/*
+ * Out of descriptors (or memory) for a new connection: the listening
+ * socket stays readable, and accepting again at once would spin.  Stop
+ * listening and look again in a while; say so once until it works again.
+ */
+#define CONTROL_ACCEPT_RETRY_MS	250
+static int		 control_accept_paused;
+static struct event	*control_accept_timer;
+
+static void
+control_accept_resume_cb(int fd, short events, void *arg)
+{
+	(void)fd;
+	(void)events;
+	(void)arg;
+	if (control_ev != NULL && event_add(control_ev, NULL) == -1)
+		log_warnx("cannot listen again: no new client can connect");
+}
+
+static void
+control_accept_pause(int error)
+{
+	struct timeval	tv = { 0, CONTROL_ACCEPT_RETRY_MS * 1000 };
+
+	if (!control_accept_paused)
+		log_warnx("accept: %s: not accepting connections until "
+		    "descriptors free up (looking again every %d ms)",
+		    strerror(error), CONTROL_ACCEPT_RETRY_MS);
+	control_accept_paused = 1;
+	if (control_accept_timer == NULL &&
+	    (control_accept_timer = evtimer_new(hpzd_base,
+	    control_accept_resume_cb, NULL)) == NULL)
+		return;		/* no memory for a timer: keep listening */
+	event_del(control_ev);
+	evtimer_add(control_accept_timer, &tv);
+}
+
 static void
 control_accept_cb(int lfd, short events, void *arg)
 {
@@ -804,10 +851,19 @@ control_accept_cb(int lfd, short events, void *arg)
 
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd == -1) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM) {
+			control_accept_pause(errno);
+			return;
+		}
 		if (errno != EAGAIN && errno != EINTR &&
 		    errno != ECONNABORTED)
 			log_warn("accept");
 		return;
+	}
+	if (control_accept_paused) {
+		control_accept_paused = 0;
+		log_info("accepting connections again");
 	}
 	/*
 	 * A refused connection may already hold requests with fds: closing
@@ -887,6 +943,10 @@ control_shutdown(void)
 {
 	struct client	*c;
 
+	if (control_accept_timer != NULL) {
+		event_free(control_accept_timer);
+		control_accept_timer = NULL;
+	}
 	if (control_ev != NULL) {
 		event_free(control_ev);
 		control_ev = NULL;

@@ -630,38 +630,6 @@ region_drain(struct region *r)
 }
 
 /*
- * The file would not punch pages [first, first+n) (sealed against writes,
- * say): write zeros through our mapping instead, a page at a time behind
- * a recovery point (clear.c).  A page the file no longer has past its end
- * (truncated) holds nothing anyone can read: done.  Any other write the
- * file refuses leaves the run garbage (-1), logged.
- */
-static int
-region_clear_run(void *arg, uint64_t first, uint64_t n)
-{
-	struct region	*r = arg;
-	struct stat	 st;
-	uint64_t	 i;
-	int		 error = 0;
-
-	log_warn("region %llu: punch hole", (unsigned long long)r->id);
-	for (i = first; i < first + n; i++) {
-		if (clear_range_guarded((char *)r->map + i * r->page_size,
-		    r->page_size) == 0)
-			continue;
-		if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size <=
-		    r->offset + i * r->page_size)
-			continue;
-		log_warnx("region %llu: cannot clear garbage page %llu "
-		    "either (the file refused the write): it stays in the "
-		    "file", (unsigned long long)r->id,
-		    (unsigned long long)i);
-		error = -1;
-	}
-	return (error);
-}
-
-/*
  * Drop every garbage page from the file, so no one can map stale bytes.
  * A region we believe holds no garbage is not walked (a sparse region
  * can have 2^28 pages): a client that wrote garbage bytes behind our back
@@ -670,7 +638,7 @@ region_clear_run(void *arg, uint64_t first, uint64_t n)
 static void
 region_punch_garbage(struct region *r)
 {
-	uint64_t	dropped;
+	uint64_t	dropped, left;
 
 	/*
 	 * A region let go before it served (its prep cancelled) has no count
@@ -683,8 +651,21 @@ region_punch_garbage(struct region *r)
 			memset((void *)r->state, PAGE_GARBAGE, r->npages);
 	} else if (resolve_garbage(&r->rt) == 0)
 		return;
+	/*
+	 * A run the file will not punch (sealed F_SEAL_FUTURE_WRITE, say)
+	 * stays garbage: the client's own stale bytes in the client's own
+	 * file, freed with it by the kernel when its last fd closes.  We
+	 * write nothing over it: zeros a page at a time on the loop were
+	 * O(pages) (minutes for a sparse 32 TiB region) and allocated every
+	 * hole in our name.
+	 */
 	dropped = state_drop_garbage(r->state, r->npages, r->fd, r->offset,
-	    r->page_size, region_clear_run, r, NULL);
+	    r->page_size, NULL, NULL, &left);
+	if (left != 0)
+		log_warnx("region %llu: the file refused to punch %llu garbage "
+		    "pages (sealed against writes?): they stay in the file, "
+		    "unwritten, until the client's last fd closes",
+		    (unsigned long long)r->id, (unsigned long long)left);
 	resolve_forget_garbage(&r->rt, dropped);
 	atomic_fetch_add(&stats.pages_punched, dropped);
 }
