@@ -302,6 +302,20 @@ pool_growing(struct pool *p)
 	return (NULL);
 }
 
+/*
+ * The end of a step that changed p's files: count them again, let the
+ * lock go, and wake the main thread when a hand-out waits on the file.
+ */
+static int
+pool_done_step(struct pool *p, int kick)
+{
+	pool_recount(p);
+	pthread_mutex_unlock(&p->lock);
+	if (kick && fill_kick_main != NULL)
+		fill_kick_main();
+	return (1);
+}
+
 /* Allocate one page of p (lock held on entry, released on return). */
 static int
 pool_fill_one(struct pool *p, uint64_t room, uint64_t now)
@@ -309,7 +323,7 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now)
 	struct pool_file	*f, nf;
 	struct timespec		 ts;
 	uint64_t		 i, cap, t1, wait;
-	int			 k, small, ok, kick;
+	int			 k, small, ok;
 
 	if ((f = pool_growing(p)) == NULL) {
 		if (p->creating) {
@@ -381,12 +395,7 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now)
 		p->failed = 1;
 		p->backoff = t1 + POOL_BACKOFF_NS;
 	}
-	kick = f->taking && f->inflight == 0;
-	pool_recount(p);
-	pthread_mutex_unlock(&p->lock);
-	if (kick && fill_kick_main != NULL)
-		fill_kick_main();
-	return (1);
+	return (pool_done_step(p, f->taking && f->inflight == 0));
 }
 
 /*
@@ -398,7 +407,7 @@ pool_cut(struct pool *p, uint64_t n, int yield)
 {
 	struct pool_file	*f = NULL, *g;
 	uint64_t		 keep, had, r, best = 0;
-	int			 i, ok, kick;
+	int			 i, ok;
 
 	for (i = 0; i < POOL_FILES; i++) {
 		g = &p->files[i];
@@ -444,12 +453,7 @@ pool_cut(struct pool *p, uint64_t n, int yield)
 	} else
 		log_warn("pool: %s pages, node %d: ftruncate",
 		    pool_sizes[p->psi].human, p->node);
-	kick = f->taking;
-	pool_recount(p);
-	pthread_mutex_unlock(&p->lock);
-	if (kick && fill_kick_main != NULL)
-		fill_kick_main();
-	return (1);
+	return (pool_done_step(p, f->taking));
 }
 
 /* One step of work on p; 1 if it did some (filler). */
