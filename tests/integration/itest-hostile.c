@@ -421,45 +421,6 @@ hs_attack_truncate_fault(struct hs_shared *sh)
 
 /* --- the harness ---------------------------------------------------------- */
 
-static pid_t
-hs_daemon(void)
-{
-	const char	*s = getenv("HPZD_PID");
-
-	cr_assert_not_null(s, "HPZD_PID is not set (run through run.sh)");
-	return ((pid_t)atoi(s));
-}
-
-/* The daemon's start time (field 22 of its stat): a new process differs. */
-static unsigned long long
-hs_daemon_start(pid_t pid)
-{
-	char			 path[64], buf[1024], *p;
-	unsigned long long	 start = 0;
-	FILE			*f;
-	int			 field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (0);
-	if (fgets(buf, sizeof(buf), f) != NULL &&
-	    (p = strrchr(buf, ')')) != NULL) {
-		for (field = 2; *p != '\0' && field < 22; p++)
-			if (*p == ' ')
-				field++;
-		start = strtoull(p, NULL, 10);
-	}
-	fclose(f);
-	return (start);
-}
-
-static void
-hs_kill(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 /*
  * The honest client must complete a round within the bound, the whole
  * time; returns once the attack time is over (or the client is stuck).
@@ -478,7 +439,7 @@ hs_watch(struct hs_shared *sh, pid_t honest, uint64_t until, const char *when)
 			    "after %d rounds: %s", when, status,
 			    atomic_load(&sh->rounds), sh->why);
 		if (now - last > (HS_BOUND_MS * (uint64_t)itest_wait_scale())) {
-			hs_kill(honest);
+			itest_kill(honest);
 			cr_assert_fail("%s: the honest client completed no round "
 			    "for %llu ms (%d rounds so far; bound %llu ms)",
 			    when, (unsigned long long)(now - last),
@@ -503,8 +464,8 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 
 	itest_need_pages(2048, 8 + 32 + 8);
 	base = itest_status();
-	daemon = hs_daemon();
-	start = hs_daemon_start(daemon);
+	daemon = itest_daemon_pid();
+	start = itest_daemon_start(daemon);
 	cr_assert_neq(start, 0, "no daemon with pid %d", (int)daemon);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -526,7 +487,7 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 
 	hs_watch(sh, honest, t0 + HS_ATTACK_MS, name);
 	rounds = atomic_load(&sh->rounds);
-	hs_kill(hostile);
+	itest_kill(hostile);
 	/* With the attacker gone, a round must still complete. */
 	hs_watch(sh, honest, 0, name);
 	t0 = itest_now_ms();
@@ -537,7 +498,7 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 	t0 = itest_now_ms();
 	while (waitpid(honest, &status, WNOHANG) != honest) {
 		if (itest_now_ms() - t0 > (HS_BOUND_MS * (uint64_t)itest_wait_scale())) {
-			hs_kill(honest);
+			itest_kill(honest);
 			cr_assert_fail("%s: the honest client did not finish its "
 			    "last round after the attacker was killed", name);
 		}
@@ -560,7 +521,7 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 	    "%s: the attack never ran", name);
 	cr_assert_eq(kill(daemon, 0), 0, "%s: the daemon (pid %d) is gone",
 	    name, (int)daemon);
-	cr_assert_eq(hs_daemon_start(daemon), start,
+	cr_assert_eq(itest_daemon_start(daemon), start,
 	    "%s: pid %d is another process now", name, (int)daemon);
 	/* The attacker's regions go with its connection: let them go. */
 	t0 = itest_now_ms();
@@ -666,7 +627,7 @@ Test(attack, sigterm_stops_daemon_under_attack, .timeout = 180)
 			kill(daemon, SIGKILL);
 			waitpid(daemon, NULL, 0);
 			for (i = 0; i < 3; i++)
-				hs_kill(att[i]);
+				itest_kill(att[i]);
 			cr_assert_fail("hpzerod did not stop on SIGTERM in %llu "
 			    "ms while attacked (%d attacks)",
 			    (unsigned long long)(HS_BOUND_MS * (uint64_t)itest_wait_scale()),
@@ -677,7 +638,7 @@ Test(attack, sigterm_stops_daemon_under_attack, .timeout = 180)
 	cr_log_info("hpzerod stopped in %llu ms on SIGTERM",
 	    (unsigned long long)(itest_now_ms() - t0));
 	for (i = 0; i < 3; i++)
-		hs_kill(att[i]);
+		itest_kill(att[i]);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	    "hpzerod exit status 0x%x on SIGTERM under attack", status);
 	cr_assert_gt(atomic_load(&sh->attacks), 0, "the attacks never ran");

@@ -264,45 +264,6 @@ wk_hostile_main(struct wk_shared *sh)
 
 /* --- the test --------------------------------------------------------------- */
 
-static pid_t
-wk_daemon(void)
-{
-	const char	*s = getenv("HPZD_PID");
-
-	cr_assert_not_null(s, "HPZD_PID is not set (run through run.sh)");
-	return ((pid_t)atoi(s));
-}
-
-/* The daemon's start time (field 22 of its stat): a new process differs. */
-static unsigned long long
-wk_daemon_start(pid_t pid)
-{
-	char			 path[64], buf[1024], *p;
-	unsigned long long	 start = 0;
-	FILE			*f;
-	int			 field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (0);
-	if (fgets(buf, sizeof(buf), f) != NULL &&
-	    (p = strrchr(buf, ')')) != NULL) {
-		for (field = 2; *p != '\0' && field < 22; p++)
-			if (*p == ' ')
-				field++;
-		start = strtoull(p, NULL, 10);
-	}
-	fclose(f);
-	return (start);
-}
-
-static void
-wk_kill(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
 /* Where each thread of pid waits, in the test's log (a stall's story). */
 static void
 wk_log_stacks(pid_t pid, const char *who)
@@ -354,16 +315,16 @@ wk_watch(struct wk_shared *sh, pid_t honest, pid_t hostile, uint64_t until)
 		now = itest_now_ms();
 		last = atomic_load(&sh->last_ms);
 		if (waitpid(honest, &status, WNOHANG) == honest) {
-			wk_kill(hostile);
+			itest_kill(hostile);
 			cr_assert_fail("the honest client exited (status 0x%x) "
 			    "after %d rounds: %s", status,
 			    atomic_load(&sh->rounds), sh->why);
 		}
 		if (now - last > bound) {
 			wk_log_stacks(honest, "honest");
-			wk_log_stacks(wk_daemon(), "hpzerod");
-			wk_kill(honest);
-			wk_kill(hostile);
+			wk_log_stacks(itest_daemon_pid(), "hpzerod");
+			itest_kill(honest);
+			itest_kill(hostile);
 			cr_assert_fail("the honest client completed no round "
 			    "for %llu ms beside a client holding its mmap_lock "
 			    "(%d rounds so far; bound %llu ms; %llu hostile "
@@ -396,8 +357,8 @@ Test(attack, mmap_lock_held_over_continue, .timeout = 240)
 
 	itest_need_pages(2048, 8 + 8);
 	base = itest_status();
-	daemon = wk_daemon();
-	start = wk_daemon_start(daemon);
+	daemon = itest_daemon_pid();
+	start = itest_daemon_start(daemon);
 	cr_assert_neq(start, 0, "no daemon with pid %d", (int)daemon);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -424,13 +385,13 @@ Test(attack, mmap_lock_held_over_continue, .timeout = 240)
 	t0 = itest_now_ms();
 	while (!atomic_load(&sh->ready)) {
 		if (waitpid(hostile, &status, WNOHANG) == hostile) {
-			wk_kill(honest);
+			itest_kill(honest);
 			cr_assert_fail("the attacker did not set up (status "
 			    "0x%x)", status);
 		}
 		if (itest_now_ms() - t0 > 120000) {
-			wk_kill(honest);
-			wk_kill(hostile);
+			itest_kill(honest);
+			itest_kill(hostile);
 			cr_assert_fail("the attacker took over 2 minutes to "
 			    "set up");
 		}
@@ -457,7 +418,7 @@ Test(attack, mmap_lock_held_over_continue, .timeout = 240)
 	    (unsigned long long)st.workers_spare);
 	/* Whether a worker of the daemon did wait on the attacker. */
 	bit = st.threads_stuck_total > base.threads_stuck_total;
-	wk_kill(hostile);
+	itest_kill(hostile);
 	rounds = atomic_load(&sh->rounds);
 	/* With the attacker gone, a round must still complete. */
 	t0 = itest_now_ms();
@@ -469,7 +430,7 @@ Test(attack, mmap_lock_held_over_continue, .timeout = 240)
 	while (waitpid(honest, &status, WNOHANG) != honest) {
 		if (itest_now_ms() - t0 > WK_BOUND_MS *
 		    (uint64_t)itest_wait_scale()) {
-			wk_kill(honest);
+			itest_kill(honest);
 			cr_assert_fail("the honest client did not finish its "
 			    "last round after the attacker was killed");
 		}
@@ -485,7 +446,7 @@ Test(attack, mmap_lock_held_over_continue, .timeout = 240)
 	cr_assert_gt(atomic_load(&sh->touches), 0, "the attack never ran");
 	cr_assert_eq(kill(daemon, 0), 0, "the daemon (pid %d) is gone",
 	    (int)daemon);
-	cr_assert_eq(wk_daemon_start(daemon), start,
+	cr_assert_eq(itest_daemon_start(daemon), start,
 	    "pid %d is another process now", (int)daemon);
 	munmap(sh, sizeof(*sh));
 	/* Without a thread held, the rounds above prove nothing. */

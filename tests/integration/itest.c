@@ -422,6 +422,47 @@ itest_raw_connect(void)
 	return (fd);
 }
 
+/* run.sh's daemon ($HPZD_PID). */
+pid_t
+itest_daemon_pid(void)
+{
+	const char	*s = getenv("HPZD_PID");
+
+	cr_assert_not_null(s, "HPZD_PID is not set (run through run.sh)");
+	return ((pid_t)atoi(s));
+}
+
+/* A process's start time (field 22 of its stat): a new process differs. */
+unsigned long long
+itest_daemon_start(pid_t pid)
+{
+	char			 path[64], buf[1024], *p;
+	unsigned long long	 start = 0;
+	FILE			*f;
+	int			 field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return (0);
+	if (fgets(buf, sizeof(buf), f) != NULL &&
+	    (p = strrchr(buf, ')')) != NULL) {
+		for (field = 2; *p != '\0' && field < 22; p++)
+			if (*p == ' ')
+				field++;
+		start = strtoull(p, NULL, 10);
+	}
+	fclose(f);
+	return (start);
+}
+
+/* Kill a child of the test and reap it. */
+void
+itest_kill(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 /* Open fds of the daemon, from /proc; -1 if unknown. */
 int
 itest_daemon_fds(void)

@@ -30,6 +30,9 @@ int		 itest_raw_connect(void);
 int		 itest_state_memfd(uint64_t npages);
 const char	*itest_daemon_path(void);
 int		 itest_daemon_fds(void);
+pid_t		 itest_daemon_pid(void);
+unsigned long long itest_daemon_start(pid_t);
+void		 itest_kill(pid_t);
 int		 itest_make_uffd(void *addr, size_t len, uint64_t *features,
 		    uint64_t *ioctls);
 void		 itest_expect_bytes(const void *, size_t, unsigned char,
