@@ -18,6 +18,7 @@
 
 #include "hpzerod.h"
 #include "bucket.h"
+#include "cctx.h"
 
 /* Requests handled per wakeup before other clients get a turn. */
 #define CONTROL_BATCH	32
@@ -50,6 +51,7 @@ control_limits(const struct conf *c)
 	control_uid_bytes = c->uid_bytes;
 	control_uid_state_bytes = c->uid_state_bytes;
 	region_limits(c->region_pages);
+	cctx_limits(c->uid_stuck_contexts);
 }
 
 /*

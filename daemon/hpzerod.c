@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "hpzerod.h"
+#include "cctx.h"
 
 #define HPZD_STATUS_INTERVAL	5	/* seconds between STATUS= updates */
 #define HPZD_OPT_KEY		256	/* getopt's value for key i: this + i */
@@ -350,8 +351,8 @@ main(int argc, char **argv)
 	 * fds, and work that grows with a region's pages.  The reaper's
 	 * interrupting signal is blocked in every other thread.
 	 */
-	if (reap_start() != 0 || prep_start() != 0)
-		fatalx("cannot start the reaper and prep threads");
+	if (reap_start() != 0 || prep_start() != 0 || cctx_start() != 0)
+		fatalx("cannot start the reaper, prep and client threads");
 	reap_block_signal();
 	/* The uffd event plumbing exists before any region needs it. */
 	uffd_init();
@@ -388,6 +389,7 @@ main(int argc, char **argv)
 		fatalx("cannot start the pool");
 	if ((lfd = control_listen(hpzd_conf.socket, &from_systemd)) == -1) {
 		sd_notifyf(0, "STATUS=cannot listen on %s", hpzd_conf.socket);
+		cctx_stop();
 		prep_stop();
 		pool_stop();
 		scrub_stop();
@@ -441,6 +443,8 @@ main(int argc, char **argv)
 	if (!from_systemd && unlink(hpzd_conf.socket) == -1 &&
 	    errno != ENOENT)
 		log_warn("unlink %s", hpzd_conf.socket);
+	/* The regions' teardowns run on their clients' contexts. */
+	cctx_stop();
 	prep_stop();
 	pool_stop();
 	scrub_stop();

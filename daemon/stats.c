@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hpzerod.h"
+#include "cctx.h"
 #include "clock.h"
 
 struct stats	stats;
@@ -71,6 +72,7 @@ stats_fill(struct hpz_msg_status_reply *s)
 {
 	struct region	*r;
 	struct cost	 c;
+	struct cctx_report cr;
 	int		 i;
 
 #define STATS_COPY(name, kind, unit, prom, label, help) \
@@ -113,6 +115,13 @@ stats_fill(struct hpz_msg_status_reply *s)
 	TAILQ_FOREACH(r, &region_all, all)
 		if (atomic_load(&r->intercepting))
 			s->regions_intercepting++;
+	cctx_report(&cr);
+	s->contexts = cr.contexts;
+	s->contexts_stuck = cr.stuck;
+	s->context_stuck_ms = cr.longest_ms;
+	s->context_stuck_pid = (uint64_t)(int64_t)cr.longest_pid;
+	snprintf(s->context_stuck_what, sizeof(s->context_stuck_what), "%s",
+	    cr.longest_what);
 }
 
 /*

@@ -987,6 +987,8 @@ hpz_status(struct hpz_status *st)
 	snprintf(st->clear_kernel, sizeof(st->clear_kernel), "%s",
 	    s->clear_kernel);
 	snprintf(st->hot_kernel, sizeof(st->hot_kernel), "%s", s->hot_kernel);
+	snprintf(st->context_stuck_what, sizeof(st->context_stuck_what), "%s",
+	    s->context_stuck_what);
 	st->clear_gbs = (double)s->clear_mbps / 1000.0;
 	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
 		st->latency_hist[i] = s->latency_hist[i];

@@ -201,6 +201,22 @@
 	    "huge page reserve, a shmem region's refills spent, or a "	\
 	    "shmem hole.")
 
+/* Client contexts (daemon/cctx.c): a thread per client process. */
+#define HPZ_COUNTERS_CCTX(D, V)						\
+	V(contexts, gauge, "", "client_contexts", "",			\
+	    "Client contexts with a thread now.")			\
+	V(contexts_stuck, gauge, "", "client_contexts_stuck", "",	\
+	    "Client contexts stuck now over a second in a system call "	\
+	    "on what their client owns.")				\
+	V(context_stuck_ms, gauge, "ms", "", "",			\
+	    "How long the longest stuck context has waited.")		\
+	V(context_stuck_pid, gauge, "", "", "",				\
+	    "The client process of the longest stuck context.")		\
+	D(contexts_stuck_total, counter, "", "client_contexts_stuck_total", \
+	    "", "Times a client context was found stuck.")		\
+	D(requests_refused_stuck, counter, "", "", "",			\
+	    "Requests refused: the uid had too many stuck contexts.")
+
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
 	HPZ_COUNTERS_DAEMON(D, V)					\
@@ -211,6 +227,7 @@
 	HPZ_COUNTERS_COST_RT(D, V)					\
 	HPZ_COUNTERS_COST(D, V)						\
 	HPZ_COUNTERS_INTERCEPT(D, V)					\
-	HPZ_COUNTERS_SPARE(D, V)
+	HPZ_COUNTERS_SPARE(D, V)					\
+	HPZ_COUNTERS_CCTX(D, V)
 
 #endif /* HPZ_COUNTERS_H */

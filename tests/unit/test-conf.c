@@ -76,6 +76,7 @@ odd_conf(struct conf *c)
 	c->ahead_max = 16 * MiB;
 	c->uid_state_bytes = 5 * MiB;
 	c->region_pages = 77;
+	c->uid_stuck_contexts = 3;
 }
 
 /* The load must fail with -EINVAL, say "path:line: ", and leave c alone. */
@@ -898,7 +899,7 @@ Test(conf, table_is_whole)
 		}
 		covered += k->size;
 	}
-	cr_assert_eq(i, 30, "a key added: give it a test and a man entry");
+	cr_assert_eq(i, 31, "a key added: give it a test and a man entry");
 	cr_assert_null(conf_key_find("workers", "spin"));
 	cr_assert_null(conf_key_find("daemon", "spin_us"));
 	/* Every byte of struct conf but padding belongs to a key. */

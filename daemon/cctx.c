@@ -1,0 +1,457 @@
+/*
+ * cctx.c - client contexts (see cctx.h): a thread per client process for
+ * the system calls on what that client owns.
+ *
+ * Why: such a call can wait in the kernel on a lock the client holds (its
+ * memfd's inode lock, held by a write from a buffer on its own unserved
+ * uffd; its mmap_lock, held by a long populate or a FUSE-backed fault; a
+ * FUSE server of its own that never answers).  Made on the event loop or
+ * on a thread every client shares, that wait is everyone's.  Made here,
+ * it is its client's alone: the loop hears of each finished job through
+ * one eventfd and never waits for a context.
+ *
+ * Every field of every context is under cctx_lock; a context's thread
+ * holds it only between jobs.  A job is the caller's memory until its
+ * done callback runs (main thread); a cancelled job still gets its done
+ * callback, which sees cctx_cancelled() and undoes what it must.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include <event2/event.h>
+
+#include "hpzerod.h"
+#include "cctx.h"
+
+/* An idle thread waits this long (ms) for work before it goes. */
+#define CCTX_IDLE_MS		5000
+/* The loop looks for stuck contexts this often (ms). */
+#define CCTX_CHECK_MS		250
+/* cctx_stop waits this long (ms) for the contexts' queued work. */
+#define CCTX_STOP_MS		2000
+
+TAILQ_HEAD(cctx_jobs, cctx_job);
+
+struct cctx {
+	TAILQ_ENTRY(cctx)	 entry;
+	pid_t			 pid;
+	uid_t			 uid;
+	int			 refs;
+	int			 thread;	/* a thread serves it now */
+	struct cctx_jobs	 queue;
+	struct cctx_job		*running;
+	uint64_t		 since_ns;	/* running's start */
+	int			 said;		/* running reported stuck */
+	pthread_cond_t		 cond;		/* work queued, or let go */
+};
+
+static pthread_mutex_t	 cctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	 cctx_gone = PTHREAD_COND_INITIALIZER;
+static TAILQ_HEAD(, cctx) cctx_all = TAILQ_HEAD_INITIALIZER(cctx_all);
+static struct cctx_jobs	 cctx_done = TAILQ_HEAD_INITIALIZER(cctx_done);
+static int		 cctx_running;
+static int		 cctx_stopping;
+static int		 cctx_threads;
+static int		 cctx_efd = -1;
+static struct event	*cctx_ev;
+static struct event	*cctx_timer;
+static int		 cctx_stuck_max = 4;
+/* The longest stuck job seen (main thread). */
+static struct cctx_report cctx_worst;
+
+void
+cctx_limits(int stuck_max)
+{
+	cctx_stuck_max = stuck_max;
+}
+
+static uint64_t
+cctx_ms_since(uint64_t t0)
+{
+	uint64_t now = stats_now_ns();
+
+	return (now > t0 ? (now - t0) / 1000000 : 0);
+}
+
+/* Unlink and free a context nothing needs (cctx_lock held). */
+static void
+cctx_free(struct cctx *x)
+{
+	TAILQ_REMOVE(&cctx_all, x, entry);
+	pthread_cond_destroy(&x->cond);
+	free(x);
+}
+
+static void *
+cctx_main(void *arg)
+{
+	struct cctx	*x = arg;
+	struct cctx_job	*j;
+	struct timespec	 ts;
+	uint64_t	 one = 1;
+
+	pthread_mutex_lock(&cctx_lock);
+	for (;;) {
+		if ((j = TAILQ_FIRST(&x->queue)) != NULL) {
+			TAILQ_REMOVE(&x->queue, j, entry);
+			x->running = j;
+			x->since_ns = stats_now_ns();
+			x->said = 0;
+			pthread_mutex_unlock(&cctx_lock);
+			j->work(j);
+			pthread_mutex_lock(&cctx_lock);
+			x->running = NULL;
+			TAILQ_INSERT_TAIL(&cctx_done, j, entry);
+			if (write(cctx_efd, &one, sizeof(one)) == -1 &&
+			    errno != EAGAIN)
+				log_warn("client context: wake the main thread");
+			continue;
+		}
+		if (x->refs == 0 || cctx_stopping)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += CCTX_IDLE_MS / 1000;
+		if (pthread_cond_timedwait(&x->cond, &cctx_lock, &ts) ==
+		    ETIMEDOUT && TAILQ_EMPTY(&x->queue))
+			break;
+	}
+	x->thread = 0;
+	if (x->refs == 0)
+		cctx_free(x);
+	cctx_threads--;
+	pthread_cond_broadcast(&cctx_gone);
+	pthread_mutex_unlock(&cctx_lock);
+	return (NULL);
+}
+
+/* Finished jobs: their done callbacks, in order (main thread). */
+static void
+cctx_done_cb(int fd, short events, void *arg)
+{
+	struct cctx_job	*j;
+	uint64_t	 v;
+
+	(void)events;
+	(void)arg;
+	if (fd >= 0 && read(fd, &v, sizeof(v)) == -1 && errno != EAGAIN)
+		log_warn("client context: read eventfd");
+	for (;;) {
+		pthread_mutex_lock(&cctx_lock);
+		if ((j = TAILQ_FIRST(&cctx_done)) != NULL)
+			TAILQ_REMOVE(&cctx_done, j, entry);
+		pthread_mutex_unlock(&cctx_lock);
+		if (j == NULL)
+			break;
+		j->done(j);	/* it may free j */
+	}
+}
+
+/*
+ * Look for contexts stuck in a job (main thread): each is said once, with
+ * what it waits in and for whom; the worst is kept for hpzctl status.
+ */
+static void
+cctx_check_cb(int fd, short events, void *arg)
+{
+	struct cctx	*x;
+	uint64_t	 ms, stuck = 0, longest = 0;
+	struct timeval	 tv = { 0, CCTX_CHECK_MS * 1000 };
+
+	(void)fd;
+	(void)events;
+	(void)arg;
+	pthread_mutex_lock(&cctx_lock);
+	memset(&cctx_worst, 0, sizeof(cctx_worst));
+	TAILQ_FOREACH(x, &cctx_all, entry) {
+		if (x->thread)
+			cctx_worst.contexts++;
+		if (x->running == NULL ||
+		    (ms = cctx_ms_since(x->since_ns)) < CCTX_STUCK_MS)
+			continue;
+		stuck++;
+		if (!x->said) {
+			x->said = 1;
+			atomic_fetch_add(&stats.contexts_stuck_total, 1);
+			log_warnx("client pid %d uid %u: its context is stuck in "
+			    "the kernel for %llu ms in %s (a lock the client "
+			    "holds?): only its own requests wait",
+			    (int)x->pid, (unsigned)x->uid,
+			    (unsigned long long)ms, x->running->what);
+		}
+		if (ms > longest) {
+			longest = ms;
+			cctx_worst.longest_ms = ms;
+			cctx_worst.longest_pid = (int32_t)x->pid;
+			snprintf(cctx_worst.longest_what,
+			    sizeof(cctx_worst.longest_what), "%s",
+			    x->running->what);
+		}
+	}
+	cctx_worst.stuck = stuck;
+	pthread_mutex_unlock(&cctx_lock);
+	if (cctx_timer != NULL)
+		evtimer_add(cctx_timer, &tv);
+}
+
+void
+cctx_report(struct cctx_report *rep)
+{
+	*rep = cctx_worst;
+}
+
+int
+cctx_start(void)
+{
+	struct timeval	tv = { 0, CCTX_CHECK_MS * 1000 };
+	int		error;
+
+	if (cctx_running)
+		return (0);
+	if ((cctx_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		error = -errno;
+		log_warn("client contexts: eventfd");
+		return (error);
+	}
+	cctx_ev = event_new(hpzd_base, cctx_efd, EV_READ | EV_PERSIST,
+	    cctx_done_cb, NULL);
+	cctx_timer = evtimer_new(hpzd_base, cctx_check_cb, NULL);
+	if (cctx_ev == NULL || cctx_timer == NULL ||
+	    event_add(cctx_ev, NULL) == -1 ||
+	    evtimer_add(cctx_timer, &tv) == -1) {
+		log_warnx("client contexts: cannot watch their eventfd");
+		if (cctx_ev != NULL)
+			event_free(cctx_ev);
+		if (cctx_timer != NULL)
+			event_free(cctx_timer);
+		cctx_ev = cctx_timer = NULL;
+		close(cctx_efd);
+		cctx_efd = -1;
+		return (-ENOMEM);
+	}
+	cctx_stopping = 0;
+	cctx_running = 1;
+	return (0);
+}
+
+/*
+ * Let every context finish what is queued, waiting at most CCTX_STOP_MS:
+ * a context stuck in the kernel is left behind (the process exits next).
+ */
+void
+cctx_stop(void)
+{
+	struct timespec	ts;
+	int		left;
+
+	if (!cctx_running)
+		return;
+	pthread_mutex_lock(&cctx_lock);
+	cctx_stopping = 1;
+	{
+		struct cctx	*x;
+
+		TAILQ_FOREACH(x, &cctx_all, entry)
+			pthread_cond_signal(&x->cond);
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += CCTX_STOP_MS / 1000;
+	while (cctx_threads > 0)
+		if (pthread_cond_timedwait(&cctx_gone, &cctx_lock, &ts) ==
+		    ETIMEDOUT)
+			break;
+	left = cctx_threads;
+	pthread_mutex_unlock(&cctx_lock);
+	if (left > 0)
+		log_warnx("client contexts: %d still stuck in the kernel after "
+		    "%d ms: left behind", left, CCTX_STOP_MS);
+	else
+		cctx_done_cb(-1, 0, NULL);
+	event_free(cctx_ev);
+	event_free(cctx_timer);
+	cctx_ev = cctx_timer = NULL;
+	cctx_running = 0;
+	/* The eventfd stays open while a thread left behind may write it. */
+	if (left == 0) {
+		close(cctx_efd);
+		cctx_efd = -1;
+	}
+}
+
+/* The context of process pid, made if there is none; NULL: no memory. */
+struct cctx *
+cctx_get(pid_t pid, uid_t uid)
+{
+	struct cctx	*x;
+
+	pthread_mutex_lock(&cctx_lock);
+	TAILQ_FOREACH(x, &cctx_all, entry)
+		if (x->pid == pid && x->uid == uid)
+			break;
+	if (x == NULL && (x = calloc(1, sizeof(*x))) != NULL) {
+		x->pid = pid;
+		x->uid = uid;
+		TAILQ_INIT(&x->queue);
+		pthread_cond_init(&x->cond, NULL);
+		TAILQ_INSERT_TAIL(&cctx_all, x, entry);
+	}
+	if (x != NULL)
+		x->refs++;
+	pthread_mutex_unlock(&cctx_lock);
+	return (x);
+}
+
+void
+cctx_hold(struct cctx *x)
+{
+	pthread_mutex_lock(&cctx_lock);
+	x->refs++;
+	pthread_mutex_unlock(&cctx_lock);
+}
+
+/* Let go of a context: it goes once its thread has nothing left. */
+void
+cctx_put(struct cctx *x)
+{
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&cctx_lock);
+	if (--x->refs == 0) {
+		if (x->thread)
+			pthread_cond_signal(&x->cond);
+		else if (TAILQ_EMPTY(&x->queue))
+			cctx_free(x);
+	}
+	pthread_mutex_unlock(&cctx_lock);
+}
+
+pid_t
+cctx_pid(const struct cctx *x)
+{
+	return (x->pid);
+}
+
+/* Start x's thread (cctx_lock held): 0 or a positive errno. */
+static int
+cctx_thread(struct cctx *x)
+{
+	pthread_attr_t	attr;
+	pthread_t	t;
+	sigset_t	all, old;
+	char		name[16];
+	int		error;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	error = pthread_create(&t, &attr, cctx_main, x);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (error != 0)
+		return (error);
+	snprintf(name, sizeof(name), "hpzd-c%d", (int)x->pid);
+	pthread_setname_np(t, name);
+	x->thread = 1;
+	cctx_threads++;
+	return (0);
+}
+
+/*
+ * Run job j (the caller's until done is called): work on x's thread after
+ * what x already has queued, then done on the main thread.  1 if queued;
+ * 0 if it ran at once (no contexts: the fuzzer, the unit tests; or no
+ * thread could be made, said in the log).
+ */
+int
+cctx_submit(struct cctx *x, struct cctx_job *j, void (*work)(struct cctx_job *),
+    void (*done)(struct cctx_job *), void *arg, const char *what)
+{
+	int	error;
+
+	memset(j, 0, sizeof(*j));
+	j->work = work;
+	j->done = done;
+	j->arg = arg;
+	j->what = what;
+	j->ctx = x;
+	if (!cctx_running || x == NULL) {
+		work(j);
+		done(j);
+		return (0);
+	}
+	pthread_mutex_lock(&cctx_lock);
+	if (!x->thread && (error = cctx_thread(x)) != 0) {
+		pthread_mutex_unlock(&cctx_lock);
+		log_warnx("client pid %d: cannot start its context (%s): %s "
+		    "runs on the event loop", (int)x->pid, strerror(error),
+		    what);
+		work(j);
+		done(j);
+		return (0);
+	}
+	TAILQ_INSERT_TAIL(&x->queue, j, entry);
+	pthread_cond_signal(&x->cond);
+	pthread_mutex_unlock(&cctx_lock);
+	return (1);
+}
+
+/* Ask a job to stop between slices; its done callback still comes. */
+void
+cctx_cancel(struct cctx_job *j)
+{
+	atomic_store(&j->cancel, 1);
+}
+
+int
+cctx_cancelled(const struct cctx_job *j)
+{
+	return (atomic_load(&j->cancel));
+}
+
+/* Is a job of x running or queued? */
+int
+cctx_busy(const struct cctx *x)
+{
+	int	busy;
+
+	pthread_mutex_lock(&cctx_lock);
+	busy = x->running != NULL || !TAILQ_EMPTY(&x->queue);
+	pthread_mutex_unlock(&cctx_lock);
+	return (busy);
+}
+
+/*
+ * May uid be given new work?  No (-EBUSY, why says so) once it has
+ * [limits] stuck_contexts contexts stuck in the kernel: each holds a
+ * thread of ours for as long as the uid chooses.
+ */
+int
+cctx_uid_refused(uid_t uid, char *why, size_t whylen)
+{
+	struct cctx	*x;
+	int		 n = 0;
+
+	if (cctx_stuck_max <= 0)
+		return (0);
+	pthread_mutex_lock(&cctx_lock);
+	TAILQ_FOREACH(x, &cctx_all, entry)
+		if (x->uid == uid && x->running != NULL &&
+		    cctx_ms_since(x->since_ns) >= CCTX_STUCK_MS)
+			n++;
+	pthread_mutex_unlock(&cctx_lock);
+	if (n < cctx_stuck_max)
+		return (0);
+	atomic_fetch_add(&stats.requests_refused_stuck, 1);
+	snprintf(why, whylen, "uid %u has %d client contexts stuck in the "
+	    "kernel (on locks its own processes hold), the most it may have "
+	    "([limits] stuck_contexts in hpzerod.conf): refused until they "
+	    "let go", (unsigned)uid, n);
+	return (-EBUSY);
+}
