@@ -35,6 +35,7 @@ static uint64_t		 control_next_id = 1;
 static size_t		 control_count;
 
 static void	control_drop(struct client *, const char *);
+static int	control_probe(struct client *, struct hpz_msg *);
 
 size_t
 control_nclients(void)
@@ -460,7 +461,8 @@ control_register(struct client *c, struct hpz_msg *m)
 		 * may be gone by the time it completes: the region moves only
 		 * once its resets are answered.
 		 */
-		if (r->client != c && !TAILQ_EMPTY(&r->resets))
+		if (r->client != c && (!TAILQ_EMPTY(&r->resets) ||
+		    r->arming))
 			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
 			    "register", "that region has a reset in progress "
 			    "on another connection: register again once it "
@@ -477,38 +479,172 @@ control_register(struct client *c, struct hpz_msg *m)
 	npages = m->u.reg.len / m->u.reg.page_size;
 	if ((error = region_check_pages(npages, m->u.reg.page_size, why,
 	    sizeof(why))) != 0 || (error = control_check_quota(c,
-	    m->u.reg.len, npages, why, sizeof(why))) != 0) {
+	    m->u.reg.len, npages, why, sizeof(why))) != 0 ||
+	    (error = cctx_uid_refused(c->uid, why, sizeof(why))) != 0) {
 		proto_close_fds(m);
 		return (control_refuse(c, m->u.hdr.seq, error, "register",
 		    why));
 	}
-	error = region_create(c, &m->u.reg, m->fds[0], m->fds[1], m->fds[2],
-	    &r, why, sizeof(why));
+	return (control_probe(c, m));
+}
+
+/*
+ * A register's checks and set-up, on the client's context: every call on
+ * what it passed (its files, its memfd, its /proc maps) may wait on a
+ * lock the client holds.  The client is not read meanwhile, so its
+ * replies stay in order; the loop serves everyone else.
+ */
+struct control_probe {
+	struct cctx_job			 job;
+	uint64_t			 cid;
+	uint32_t			 seq;
+	pid_t				 pid;
+	struct hpz_msg_register		 m;
+	int				 fds[3];
+	struct region			*r;
+	int				 error;
+	char				 why[HPZ_REPLY_TEXT];
+};
+
+static void
+control_probe_work(struct cctx_job *j)
+{
+	struct control_probe	*p = j->arg;
+	int			 i;
+
+	p->error = region_probe(p->pid, &p->m, p->fds[0], p->fds[1],
+	    p->fds[2], &p->r, p->why, sizeof(p->why));
+	if (p->error != 0)
+		for (i = 0; i < 3; i++)
+			close(p->fds[i]);	/* here: a close may block */
+}
+
+/* The client a job was for, if it is still connected. */
+static struct client *
+control_find(uint64_t id)
+{
+	struct client	*c;
+
+	TAILQ_FOREACH(c, &control_clients, entry)
+		if (c->id == id)
+			return (c);
+	return (NULL);
+}
+
+static void
+control_probe_done(struct cctx_job *j)
+{
+	struct control_probe	*p = j->arg;
+	struct client		*c = control_find(p->cid);
+	struct cctx		*x = j->ctx;
+	int			 error = p->error;
+
+	if (c == NULL || c->broken) {
+		if (error == 0)
+			region_discard(x, p->r);
+		if (c != NULL)
+			control_resume(c);	/* its read drops it */
+		goto out;
+	}
+	if (error == 0 && (error = control_check_quota(c, p->r->len,
+	    p->r->npages, p->why, sizeof(p->why))) == 0)
+		error = region_attach(c, p->r, p->why, sizeof(p->why));
 	if (error != 0) {
-		proto_close_fds(m);
-		return (control_refuse(c, m->u.hdr.seq, error, "register",
-		    why));
+		if (p->error == 0)
+			region_discard(x, p->r);
+		if (control_refuse(c, p->seq, error, "register", p->why) == -1)
+			c->broken = 1;
+		control_resume(c);
+		goto out;
 	}
-	m->nfds = 0;	/* the region owns them now */
-	return (control_await(c, r, m->u.hdr.seq, "registered"));
+	/* Still paused: the answer resumes it, now or after prep. */
+	if (control_await(c, p->r, p->seq, "registered") == -1) {
+		c->broken = 1;
+		control_resume(c);
+	}
+out:
+	cctx_put(x);
+	free(p);
+}
+
+static int
+control_probe(struct client *c, struct hpz_msg *m)
+{
+	struct control_probe	*p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		proto_close_fds(m);
+		return (control_refuse(c, m->u.hdr.seq, -ENOMEM, "register",
+		    "out of memory"));
+	}
+	p->cid = c->id;
+	p->seq = m->u.hdr.seq;
+	p->pid = c->pid;
+	p->m = m->u.reg;
+	memcpy(p->fds, m->fds, sizeof(p->fds));
+	m->nfds = 0;	/* the job's now */
+	if (c->ctx != NULL)
+		cctx_hold(c->ctx);
+	control_pause(c);
+	(void)cctx_submit(c->ctx, &p->job, control_probe_work,
+	    control_probe_done, p, "a register's checks (fstat, its /proc "
+	    "maps, lseek SEEK_DATA on its page state)");
+	return (c->broken ? -1 : 0);
+}
+
+/* An unregister's answer, once the region's teardown is done. */
+struct control_unreg {
+	uint64_t	cid;
+	uint32_t	seq;
+	uint64_t	id;
+};
+
+static void
+control_unregister_done(void *arg)
+{
+	struct control_unreg	*u = arg;
+	struct client		*c = control_find(u->cid);
+
+	if (c != NULL) {
+		atomic_fetch_add(&stats.unregisters, 1);
+		log_info("client %llu: region %llu unregistered",
+		    (unsigned long long)c->id, (unsigned long long)u->id);
+		if (control_reply(c, u->seq, 0, u->id, "unregistered") == -1)
+			c->broken = 1;
+		control_resume(c);
+	}
+	free(u);
 }
 
 static int
 control_unregister(struct client *c, struct hpz_msg *m)
 {
-	struct region	*r;
-	uint64_t	 id;
+	struct control_unreg	*u;
+	struct region		*r;
+	char			 why[HPZ_REPLY_TEXT];
+	int			 error;
 
 	r = region_find(c, m->u.range.addr, m->u.range.len, 1);
 	if (r == NULL)
 		return (control_refuse(c, m->u.hdr.seq, -ENXIO, "unregister",
 		    "no region registered by this connection at that range"));
-	id = r->id;
-	region_destroy(r);
-	atomic_fetch_add(&stats.unregisters, 1);
-	log_info("client %llu: region %llu unregistered",
-	    (unsigned long long)c->id, (unsigned long long)id);
-	return (control_reply(c, m->u.hdr.seq, 0, id, "unregistered"));
+	if ((error = cctx_uid_refused(c->uid, why, sizeof(why))) != 0)
+		return (control_refuse(c, m->u.hdr.seq, error, "unregister",
+		    why));
+	if ((u = calloc(1, sizeof(*u))) == NULL)
+		return (control_refuse(c, m->u.hdr.seq, -ENOMEM, "unregister",
+		    "out of memory"));
+	u->cid = c->id;
+	u->seq = m->u.hdr.seq;
+	u->id = r->id;
+	/*
+	 * The answer waits for the teardown (the range is the kernel's once
+	 * it is sent), on the client's context: the client is not read
+	 * meanwhile, everyone else is.
+	 */
+	control_pause(c);
+	region_destroy_then(r, control_unregister_done, u);
+	return (c->broken ? -1 : 0);
 }
 
 /* A reset's answer, held until no thread of ours holds a page of it. */
@@ -537,11 +673,80 @@ control_reset_done(void *arg, int error)
 	free(p);
 }
 
+/*
+ * Go on with a reset whose region's faults are ours (main thread): mark,
+ * then answer now or once the pages our threads hold are let go.
+ */
+static int
+control_reset_go(struct client *c, struct region *r,
+    struct control_reset_reply *p, uint64_t addr, uint64_t len)
+{
+	uint32_t	seq = p->seq;
+	int		error;
+
+	log_debug("client %llu: region %llu reset 0x%llx +%llu",
+	    (unsigned long long)c->id, (unsigned long long)r->id,
+	    (unsigned long long)addr, (unsigned long long)len);
+	error = region_reset(r, addr, len, control_reset_done, p);
+	if (error == 1)
+		return (0);	/* answered by control_reset_done */
+	free(p);
+	if (error == -EINVAL)
+		return (control_refuse(c, seq, error, "reset",
+		    "range is not aligned to the region's pages"));
+	if (error == -ENOMEM)
+		return (control_refuse(c, seq, error, "reset",
+		    "the daemon is out of memory: nothing was reset"));
+	if (error != 0)
+		return (control_refuse(c, seq, error, "reset",
+		    "cannot trap the range's faults again (UFFDIO_REGISTER "
+		    "failed: is it still mapped?): nothing was reset"));
+	atomic_fetch_add(&stats.resets, 1);
+	return (control_reply(c, seq, 0, r->id, "reset"));
+}
+
+/* A reset waiting for its region's faults to be trapped again. */
+struct control_reset_arm {
+	struct control_reset_reply	*p;
+	uint64_t			 cid;
+	uint64_t			 addr;
+	uint64_t			 len;
+};
+
+static void
+control_reset_armed(struct region *r, int error, void *arg)
+{
+	struct control_reset_arm	*a = arg;
+	struct client			*c = control_find(a->cid);
+	int				 rc;
+
+	if (c == NULL || r->client != c) {
+		free(a->p);
+		free(a);
+		return;
+	}
+	if (error != 0) {
+		rc = control_refuse(c, a->p->seq, error == -ECANCELED ?
+		    -ENXIO : -EFAULT, "reset", error == -ECANCELED ?
+		    "the region went before its faults were trapped again" :
+		    "cannot trap the range's faults again (UFFDIO_REGISTER "
+		    "failed: is it still mapped?): nothing was reset");
+		free(a->p);
+	} else
+		rc = control_reset_go(c, r, a->p, a->addr, a->len);
+	free(a);
+	if (rc == -1)
+		c->broken = 1;
+	control_resume(c);
+}
+
 static int
 control_reset(struct client *c, struct hpz_msg *m)
 {
 	struct control_reset_reply	*p;
+	struct control_reset_arm	*a;
 	struct region			*r;
+	char				 why[HPZ_REPLY_TEXT];
 	int				 error;
 
 	r = region_find(c, m->u.range.addr, m->u.range.len, 0);
@@ -549,33 +754,37 @@ control_reset(struct client *c, struct hpz_msg *m)
 		return (control_refuse(c, m->u.hdr.seq, -ENXIO, "reset",
 		    "range is not inside a region registered by this "
 		    "connection"));
-	if ((p = calloc(1, sizeof(*p))) == NULL)
+	if (r->arming)
+		return (control_refuse(c, m->u.hdr.seq, -EBUSY, "reset",
+		    "another reset of this region waits for its faults to be "
+		    "trapped again (from another connection)"));
+	if ((error = cctx_uid_refused(c->uid, why, sizeof(why))) != 0)
+		return (control_refuse(c, m->u.hdr.seq, error, "reset", why));
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (a = calloc(1, sizeof(*a))) == NULL) {
+		free(p);
 		return (control_refuse(c, m->u.hdr.seq, -ENOMEM, "reset",
 		    "out of memory"));
+	}
 	p->c = c;
 	p->seq = m->u.hdr.seq;
 	p->id = r->id;
-	log_debug("client %llu: region %llu reset 0x%llx +%llu",
-	    (unsigned long long)c->id, (unsigned long long)r->id,
-	    (unsigned long long)m->u.range.addr,
-	    (unsigned long long)m->u.range.len);
-	error = region_reset(r, m->u.range.addr, m->u.range.len,
-	    control_reset_done, p);
-	if (error == 1)
-		return (0);	/* answered by control_reset_done */
-	free(p);
-	if (error == -EINVAL)
-		return (control_refuse(c, m->u.hdr.seq, error, "reset",
-		    "range is not aligned to the region's pages"));
-	if (error == -ENOMEM)
-		return (control_refuse(c, m->u.hdr.seq, error, "reset",
-		    "the daemon is out of memory: nothing was reset"));
-	if (error != 0)
-		return (control_refuse(c, m->u.hdr.seq, error, "reset",
-		    "cannot trap the range's faults again (UFFDIO_REGISTER "
-		    "failed: is it still mapped?): nothing was reset"));
-	atomic_fetch_add(&stats.resets, 1);
-	return (control_reply(c, m->u.hdr.seq, 0, r->id, "reset"));
+	a->p = p;
+	a->cid = c->id;
+	a->addr = m->u.range.addr;
+	a->len = m->u.range.len;
+	/*
+	 * Faults must come to us before anything is garbage: where they go to
+	 * the kernel now, trapping them again is a UFFDIO_REGISTER on the
+	 * client's memory map, made on its context while the client waits.
+	 */
+	control_pause(c);
+	if (intercept_arm(r, control_reset_armed, a) == 1)
+		return (c->broken ? -1 : 0);
+	free(a);
+	error = control_reset_go(c, r, p, m->u.range.addr, m->u.range.len);
+	control_resume(c);
+	return (error);
 }
 
 static int
@@ -683,18 +892,61 @@ control_message(struct client *c, struct hpz_msg *m)
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }
 
+/*
+ * Fds a message brings that we do not keep are closed on the sending
+ * client's context: a close can wait (a file on the client's own FUSE
+ * mount sends FLUSH to a server that may never answer), and on the
+ * reaper's one thread that wait was every client's.
+ */
+static struct client	*control_current;
+
+struct control_close {
+	struct cctx_job	job;
+	int		fd;
+};
+
 static void
-control_read_cb(int fd, short events, void *arg)
+control_close_work(struct cctx_job *j)
 {
-	struct client	*c = arg;
+	struct control_close	*k = j->arg;
+
+	reap_defuse(k->fd);
+	close(k->fd);
+}
+
+static void
+control_close_done(struct cctx_job *j)
+{
+	struct cctx	*x = j->ctx;
+
+	free(j->arg);
+	cctx_put(x);
+}
+
+static void
+control_close_fd(int fd)
+{
+	struct client		*c = control_current;
+	struct control_close	*k;
+
+	if (c == NULL || c->ctx == NULL ||
+	    (k = calloc(1, sizeof(*k))) == NULL) {
+		reap_close(fd);
+		return;
+	}
+	k->fd = fd;
+	cctx_hold(c->ctx);
+	(void)cctx_submit(c->ctx, &k->job, control_close_work,
+	    control_close_done, k, "close of a descriptor it passed");
+}
+
+static void
+control_read(struct client *c, int fd)
+{
 	struct hpz_msg	 m;
 	ssize_t		 n;
 	int		 i;
 
-	if (c->broken) {
-		control_drop(c, "it did not take a reply");
-		return;
-	}
 	for (i = 0; i < CONTROL_BATCH && !c->paused; i++) {
 		n = proto_recv(fd, &m);
 		if (n == -1) {
@@ -713,6 +965,21 @@ control_read_cb(int fd, short events, void *arg)
 			return;
 		}
 	}
+}
+
+static void
+control_read_cb(int fd, short events, void *arg)
+{
+	struct client	*c = arg;
+
+	(void)events;
+	if (c->broken) {
+		control_drop(c, "it did not take a reply");
+		return;
+	}
+	control_current = c;
+	control_read(c, fd);
+	control_current = NULL;
 }
 
 /* End a session and release everything it had. */
@@ -743,6 +1010,7 @@ control_drop(struct client *c, const char *why)
 		reap_close_conn(c->fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	cctx_put(c->ctx);
 	free(c);
 }
 
@@ -783,6 +1051,7 @@ control_orphan(pid_t pid)
 	c->budget = bucket_new(scrub_budget_gbs(1));
 	TAILQ_INIT(&c->regions);
 	c->pidfd = fdstore_pidfd(pid);
+	c->ctx = cctx_get(c->pid, c->uid);
 	c->ev = c->pidfd < 0 ? NULL : event_new(hpzd_base, c->pidfd,
 	    EV_READ | EV_PERSIST, control_orphan_cb, c);
 	if (c->ev == NULL || event_add(c->ev, NULL) == -1) {
@@ -791,6 +1060,7 @@ control_orphan(pid_t pid)
 		if (c->pidfd >= 0)
 			close(c->pidfd);
 		bucket_free(c->budget);
+		cctx_put(c->ctx);
 		free(c);
 		return (NULL);
 	}
@@ -907,6 +1177,7 @@ control_accept_cb(int lfd, short events, void *arg)
 	c->uid = cred.uid;
 	c->gid = cred.gid;
 	c->budget = bucket_new(scrub_budget_gbs(1));
+	c->ctx = cctx_get(c->pid, c->uid);
 	TAILQ_INIT(&c->regions);
 	c->ev = event_new(hpzd_base, fd, EV_READ | EV_PERSIST, control_read_cb,
 	    c);
@@ -915,6 +1186,7 @@ control_accept_cb(int lfd, short events, void *arg)
 		if (c->ev != NULL)
 			event_free(c->ev);
 		bucket_free(c->budget);
+		cctx_put(c->ctx);
 		reap_close_conn(fd);
 		free(c);
 		return;
@@ -930,7 +1202,7 @@ int
 control_init(int listen_fd)
 {
 	/* Fds a message brings and we do not keep go to the reaper. */
-	proto_set_closer(reap_close);
+	proto_set_closer(control_close_fd);
 	control_fd = listen_fd;
 	control_ev = event_new(hpzd_base, listen_fd, EV_READ | EV_PERSIST,
 	    control_accept_cb, NULL);

@@ -18,6 +18,7 @@
 #include "resolve.h"
 #include "clear.h"
 #include "cost.h"
+#include "cctx.h"
 
 struct event;
 struct event_base;
@@ -152,6 +153,27 @@ struct region {
 	int			 idle_refused;	/* the kernel would not let the
 						   faults go: they stay ours */
 	atomic_int		 aside;		/* ASIDE_*: stepping aside */
+
+	/*
+	 * Its client process's context (cctx.c), where the calls on what
+	 * the client owns are made: the page-state walk, the switches of
+	 * its uffd registration, its teardown.
+	 */
+	struct cctx		*ctx;
+	struct cctx_job		 ctx_prep;	/* prep's walk */
+	struct cctx_job		 ctx_switch;	/* faults to the kernel */
+	struct cctx_job		 ctx_arm;	/* faults to us again */
+	struct cctx_job		 ctx_end;	/* the teardown */
+	int			 switching;	/* ctx_switch in flight */
+	int			 switch_error;
+	int			 arming;	/* ctx_arm in flight */
+	int			 arm_error;
+	void			(*arm_cb)(struct region *, int, void *);
+	void			*arm_arg;
+	int			 ending;	/* destroyed: teardown queued */
+	int			 attached;	/* on the lists once */
+	void			(*then)(void *); /* after the teardown */
+	void			*then_arg;
 };
 TAILQ_HEAD(regions, region);
 
@@ -201,6 +223,7 @@ struct client {
 	int			 pidfd;		/* orphan: exits when it does */
 	int			 paused;	/* not read: a reply waits */
 	int			 broken;	/* a reply failed: drop it */
+	struct cctx		*ctx;		/* its process's (cctx.c) */
 };
 TAILQ_HEAD(clients, client);
 
@@ -355,6 +378,14 @@ void		 region_set_id(struct region *, uint64_t id);
 void		 region_reserve_ids(uint64_t max);
 void		 region_move(struct region *, struct client *);
 void		 region_destroy(struct region *);
+void		 region_destroy_then(struct region *, void (*)(void *),
+		    void *);
+int		 region_probe(pid_t, const struct hpz_msg_register *, int,
+		    int, int, struct region **, char *, size_t);
+int		 region_attach(struct client *, struct region *, char *,
+		    size_t);
+void		 region_free_probed(struct region *);
+void		 region_discard(struct cctx *, struct region *);
 struct region	*region_find(struct client *, uint64_t addr, uint64_t len,
 		    int exact);
 int		 region_reset(struct region *, uint64_t addr, uint64_t len,
@@ -393,6 +424,7 @@ void		 uffd_tampered(struct region *, int n);
 void		 uffd_init(void);
 void		 uffd_region_init(struct region *);
 void		 uffd_forks_release(struct region *);
+void		 uffd_forks_unwatch(struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
 int		 uffd_unregister(struct region *);
 int		 uffd_thread_cpu(pid_t pid, uint32_t tid);
@@ -478,6 +510,8 @@ int		 intercept_register(int uffd, uint64_t addr, uint64_t len,
 void		 intercept_init(struct region *);
 int		 intercept_on(struct region *);
 void		 intercept_check(struct region *);
+int		 intercept_arm(struct region *,
+		    void (*)(struct region *, int, void *), void *);
 void		 intercept_fault(struct region *, struct resolve_waiters *);
 
 /*
@@ -599,6 +633,7 @@ int		 reap_start(void);
 void		 reap_stop(void);
 void		 reap_block_signal(void);
 void		 reap_close(int fd);
+void		 reap_defuse(int);
 void		 reap_close_conn(int fd);
 uint64_t	 reap_pending(void);
 uint64_t	 reap_slow_count(void);

@@ -166,7 +166,8 @@ static int
 intercept_may_idle(struct region *r)
 {
 	if (!atomic_load(&r->intercepting) || r->idle_refused ||
-	    !r->started || atomic_load(&r->gone) || atomic_load(&r->dying))
+	    !r->started || atomic_load(&r->gone) || atomic_load(&r->dying) ||
+	    r->ending)
 		return (0);
 	/* Read-ahead on faults needs the faults. */
 	if (intercept_policy == INTERCEPT_ALWAYS ||
@@ -177,19 +178,29 @@ intercept_may_idle(struct region *r)
 }
 
 /*
- * No garbage left: leave the range's faults to the kernel (main thread).
- * Threads blocked on faults we have not answered are woken: they fault
- * again, to the kernel; what we still hold of them is served as the page
- * state says (never a clear: nothing is garbage) or woken.
+ * The switches of a region's registration, on its client's context:
+ * UFFDIO_REGISTER takes the client's mmap_lock, which the client can hold
+ * for seconds (a populate over a large range) or without end (a fault on
+ * a FUSE mapping whose server does not answer).
  */
-void
-intercept_check(struct region *r)
+static void
+intercept_off_work(struct cctx_job *j)
 {
-	int	error;
+	struct region	*r = j->arg;
 
-	if (!intercept_may_idle(r))
-		return;
-	error = intercept_register(r->uffd, region_addr(r), r->len, 0);
+	r->switch_error = intercept_register(r->uffd, region_addr(r), r->len,
+	    0);
+	if (r->switch_error == 0)
+		(void)uffd_wake(r, region_addr(r), r->len);
+}
+
+static void
+intercept_off_done(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+	int		 error = r->switch_error;
+
+	r->switching = 0;
 	if (error != 0) {
 		/* An older kernel: no uffd-wp on shared memory.  Stay. */
 		if (error != -ESRCH && error != -ENOMEM)
@@ -202,7 +213,79 @@ intercept_check(struct region *r)
 	}
 	atomic_store(&r->intercepting, 0);
 	atomic_fetch_add(&stats.intercept_off, 1);
-	(void)uffd_wake(r, region_addr(r), r->len);
+}
+
+/*
+ * No garbage left: leave the range's faults to the kernel (main thread;
+ * the switch itself on the client's context).  Threads blocked on faults
+ * we have not answered are woken: they fault again, to the kernel; what
+ * we still hold of them is served as the page state says (never a clear:
+ * nothing is garbage) or woken.
+ */
+void
+intercept_check(struct region *r)
+{
+	if (!intercept_may_idle(r) || r->switching || r->arming)
+		return;
+	r->switching = 1;
+	(void)cctx_submit(r->ctx, &r->ctx_switch, intercept_off_work,
+	    intercept_off_done, r, "UFFDIO_REGISTER (faults to the kernel) "
+	    "on its memory map");
+}
+
+static void
+intercept_arm_work(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+
+	r->arm_error = intercept_register(r->uffd, region_addr(r), r->len, 1);
+	if (r->arm_error == 0) {
+		pthread_mutex_lock(&r->evlock);
+		intercept_children(r);
+		pthread_mutex_unlock(&r->evlock);
+	}
+}
+
+static void
+intercept_arm_done(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+	int		 error = r->arm_error;
+
+	r->arming = 0;
+	if (r->ending)
+		error = -ECANCELED;
+	else if (error != 0)
+		log_warnx("region %llu: cannot intercept its faults again: "
+		    "UFFDIO_REGISTER: %s", (unsigned long long)r->id,
+		    strerror(-error));
+	else {
+		atomic_store(&r->intercepting, 1);
+		atomic_fetch_add(&stats.intercept_on, 1);
+	}
+	r->arm_cb(r, error, r->arm_arg);
+}
+
+/*
+ * Make sure the region's faults are ours before garbage is declared
+ * (main thread): 0 if they are (nothing called), or 1: cb(r, error, arg)
+ * is called from the loop once the registration is made on the client's
+ * context (after a switch away still in flight), error 0 or negative
+ * (-ECANCELED: the region went meanwhile).  One at a time a region.
+ */
+int
+intercept_arm(struct region *r, void (*cb)(struct region *, int, void *),
+    void *arg)
+{
+	if (atomic_load(&r->intercepting) && !r->switching)
+		return (0);
+	r->arming = 1;
+	r->arm_cb = cb;
+	r->arm_arg = arg;
+	(void)cctx_submit(r->ctx, &r->ctx_arm, intercept_arm_work,
+	    intercept_arm_done, r, "UFFDIO_REGISTER (faults to hpzerod) on "
+	    "its memory map");
+	return (1);
 }
 
 /* Punch pages [first, first+n) of the region's file (resolve_drop). */

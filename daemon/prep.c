@@ -287,13 +287,13 @@ prep_file_extent(struct region *r, uint64_t from, uint64_t *lo,
  * all leaves its faults to the kernel from the start (intercept.c).
  */
 static void
-prep_fill(struct prep_job *j, struct region *r)
+prep_fill(atomic_int *cancel, struct region *r)
 {
 	uint64_t	i, n, lo, hi, found = 0;
 
 	for (i = 0; prep_file_extent(r, i, &lo, &hi); i = hi) {
 		for (i = lo; i < hi; i += n) {
-			if (prep_cancelled(j))
+			if (atomic_load(cancel))
 				return;
 			n = hi - i < PREP_SLICE ? hi - i : PREP_SLICE;
 			/* Nobody serves it yet: plain stores will do. */
@@ -307,14 +307,14 @@ prep_fill(struct prep_job *j, struct region *r)
 
 /* An adopted state: resolve what a dead server left busy, count garbage. */
 static void
-prep_adopt(struct prep_job *j, struct region *r)
+prep_adopt(atomic_int *cancel, struct region *r)
 {
 	uint64_t	lo, hi, i, n, k, recovered = 0, garbage = 0;
 
 	for (i = 0; prep_state_extent(r->sfd, r->npages, i, &lo, &hi);
 	    i = hi) {
 		for (i = lo; i < hi; i += n) {
-			if (prep_cancelled(j))
+			if (atomic_load(cancel))
 				return;
 			n = hi - i < PREP_SLICE ? hi - i : PREP_SLICE;
 			recovered += state_recover(r->state + i, n);
@@ -330,14 +330,18 @@ prep_adopt(struct prep_job *j, struct region *r)
 }
 
 static void
+prep_region_walk(atomic_int *cancel, struct region *r)
+{
+	if (r->prep_kind == PREP_FILL)
+		prep_fill(cancel, r);
+	else if (r->prep_kind == PREP_ADOPT)
+		prep_adopt(cancel, r);
+}
+
+static void
 prep_region_work(struct prep_job *j)
 {
-	struct region	*r = j->arg;
-
-	if (r->prep_kind == PREP_FILL)
-		prep_fill(j, r);
-	else if (r->prep_kind == PREP_ADOPT)
-		prep_adopt(j, r);
+	prep_region_walk(&j->cancel, j->arg);
 }
 
 static void
@@ -351,9 +355,35 @@ prep_region_done(struct prep_job *j)
 }
 
 /*
+ * The same walk on the region's client context: its lseeks wait on the
+ * client's memfd's inode lock, which the client can hold, so they are
+ * made where only that client waits.  A walk called off (the region
+ * destroyed meanwhile) ends here: its teardown, queued behind it on the
+ * same context, frees the region after this.
+ */
+static void
+prep_region_cwork(struct cctx_job *j)
+{
+	prep_region_walk(&j->cancel, j->arg);
+}
+
+static void
+prep_region_cdone(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+
+	r->prep = NULL;
+	if (cctx_cancelled(j))
+		return;
+	r->prep_kind = PREP_NONE;
+	control_region_ready(r);
+}
+
+/*
  * Do what a new region needs before it serves (main thread), then call
  * control_region_ready(r): at once when nothing is left or without the
- * thread (0), else once the prep thread is done (1).
+ * thread (0), else once the walk is done (1), on the region's client
+ * context where it has one, else on the prep thread.
  */
 int
 prep_region(struct region *r)
@@ -364,15 +394,27 @@ prep_region(struct region *r)
 	}
 	/* Set before it may run (at once, without the thread): done clears it. */
 	r->prep = &r->prep_slot;
+	if (r->ctx != NULL)
+		return (cctx_submit(r->ctx, &r->ctx_prep, prep_region_cwork,
+		    prep_region_cdone, r, "a page state walk (lseek "
+		    "SEEK_DATA on its files)"));
 	return (prep_submit(r->prep, prep_region_work, prep_region_done, r));
 }
 
-/* The region goes before it served: stop its prep (main thread). */
+/*
+ * The region goes before it served: stop its walk (main thread).  On a
+ * client context this never waits: the walk stops at its next slice, or
+ * when the kernel lets it go, and its done callback then does nothing.
+ */
 void
 prep_region_cancel(struct region *r)
 {
 	if (r->prep == NULL)
 		return;
+	if (r->ctx != NULL) {
+		cctx_cancel(&r->ctx_prep);
+		return;
+	}
 	prep_cancel(r->prep);
 	r->prep = NULL;
 }

@@ -93,7 +93,7 @@ reap_arm(timer_t timer, int armed, int ms)
  * This acts through the fd the client passed, as the client could itself,
  * and changes nothing but how its last close goes.
  */
-static void
+void
 reap_defuse(int fd)
 {
 	struct linger	off = { 0, 0 };

@@ -338,18 +338,21 @@ region_check_pages(uint64_t npages, uint64_t page_size, char *why,
 }
 
 /*
- * Validate a register request, take the page state, map the file.  On
- * success the region owns uffd, fd and sfd and is on the lists (it counts
- * against limits and conflicts), but serves nothing until region_start():
- * what r->prep_kind says is left is done by prep.c first.  Nothing here
- * waits on the client or costs more for more pages.
+ * Validate a register request, take the page state, map the file: every
+ * call here is on what the client passed (fstat/fstatfs of its files, its
+ * /proc maps, lseek on its memfd, which can wait on locks the client
+ * holds), so it runs on the client's context (control.c), never on the
+ * loop.  Nothing here reads or changes what the loop owns (the lists, the
+ * ids, events).  On success *out is a region that owns uffd, fd and sfd,
+ * on no list yet (region_attach); on failure nothing is kept and the
+ * caller still owns the fds.  pid: the client's, 0 for none known.
  */
 int
-region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
-    int fd, int sfd, struct region **out, char *why, size_t whylen)
+region_probe(pid_t pid, const struct hpz_msg_register *m, int uffd, int fd,
+    int sfd, struct region **out, char *why, size_t whylen)
 {
 	struct backing	 b;
-	struct region	*r, *other;
+	struct region	*r;
 	uint64_t	 need, npages;
 	int		 error, fl;
 
@@ -368,7 +371,7 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	if ((error = region_check_state(sfd, npages, why, whylen)) != 0)
 		return (error);
 	/* The range must be the client's own shared mapping of that file. */
-	if (c->pid > 0 && (error = region_check_mapping(c->pid, m->addr,
+	if (pid > 0 && (error = region_check_mapping(pid, m->addr,
 	    m->len, b.dev, b.ino, m->offset, why, whylen)) != 0)
 		return (error);
 	need = b.fs_magic == HUGETLBFS_MAGIC ?
@@ -380,22 +383,11 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	    (m->uffd_ioctls & (1ULL << _UFFDIO_WAKE)) == 0)
 		return (region_fail(why, whylen, -ENOTSUP,
 		    "the registered range does not offer UFFDIO_CONTINUE"));
-	if (c->nregions >= HPZD_REGIONS_PER_CLIENT)
-		return (region_fail(why, whylen, -EDQUOT,
-		    "this connection already has %d regions, the most one "
-		    "may have", HPZD_REGIONS_PER_CLIENT));
-	other = region_conflict(&region_all, c, m->addr, m->len, b.dev, b.ino,
-	    m->offset);
-	if (other != NULL)
-		return (region_fail(why, whylen, -EBUSY,
-		    "overlaps registered region %llu",
-		    (unsigned long long)other->id));
 
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (region_fail(why, whylen, -ENOMEM, "out of memory"));
 	r->uffd = r->fd = r->sfd = r->lockfd = r->pidfd = -1;
 	r->map = MAP_FAILED;
-	r->client = c;
 	region_set_addr(r, m->addr);
 	r->len = m->len;
 	r->offset = m->offset;
@@ -406,8 +398,8 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 	r->fs_magic = b.fs_magic;
 	r->dev = b.dev;
 	r->ino = b.ino;
-	r->pid = c->pid;
-	r->node = topo.nnodes > 1 ? region_client_node(c->pid, m->addr) : -1;
+	r->pid = pid;
+	r->node = topo.nnodes > 1 ? region_client_node(pid, m->addr) : -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
 	uffd_region_init(r);
@@ -433,37 +425,98 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 		    "cannot make the uffd non-blocking: %s", strerror(errno));
 		goto fail;
 	}
-	r->ev = event_new(hpzd_base, uffd, EV_READ | EV_PERSIST, uffd_read_cb,
-	    r);
-	if (r->ev == NULL) {
-		error = region_fail(why, whylen, -ENOMEM,
-		    "cannot watch the uffd");
-		goto fail;
-	}
 	r->uffd = uffd;
 	r->fd = fd;
 	r->sfd = sfd;
-	r->id = region_next_id++;
-	TAILQ_INSERT_TAIL(&c->regions, r, entry);
-	TAILQ_INSERT_TAIL(&region_all, r, all);
-	c->nregions++;
-	c->bytes += r->len;
-	c->state_bytes += HPZ_STATE_SIZE(r->npages);
 	r->priority = HPZ_PRIO_DEFAULT;
 	*out = r;
 	return (0);
 
 fail:
-	if (r->ev != NULL)
-		event_free(r->ev);
+	region_free_probed(r);
+	return (error);
+}
+
+/*
+ * Let go of a probed region that was never attached (any thread): our
+ * mappings and the server lock; the fds are the caller's again.
+ */
+void
+region_free_probed(struct region *r)
+{
 	if (r->map != MAP_FAILED)
 		munmap(r->map, r->len);
 	region_release_state(r);
+	if (r->rt.npages != 0)
+		resolve_table_destroy(&r->rt);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->evlock);
 	free(r);
-	return (error);
+}
+
+/*
+ * Put a probed region on c's lists (main thread): what only the loop can
+ * check (the connection's count, overlaps with every other region), the
+ * uffd watched, an id.  0, or a negative errno with why: r is untouched
+ * and still the caller's.
+ */
+int
+region_attach(struct client *c, struct region *r, char *why, size_t whylen)
+{
+	struct region	*other;
+
+	if (c->nregions >= HPZD_REGIONS_PER_CLIENT)
+		return (region_fail(why, whylen, -EDQUOT,
+		    "this connection already has %d regions, the most one "
+		    "may have", HPZD_REGIONS_PER_CLIENT));
+	other = region_conflict(&region_all, c, region_addr(r), r->len,
+	    r->dev, r->ino, r->offset);
+	if (other != NULL)
+		return (region_fail(why, whylen, -EBUSY,
+		    "overlaps registered region %llu",
+		    (unsigned long long)other->id));
+	r->ev = event_new(hpzd_base, r->uffd, EV_READ | EV_PERSIST,
+	    uffd_read_cb, r);
+	if (r->ev == NULL)
+		return (region_fail(why, whylen, -ENOMEM,
+		    "cannot watch the uffd"));
+	r->client = c;
+	r->pid = c->pid;
+	if (c->ctx != NULL) {
+		cctx_hold(c->ctx);
+		r->ctx = c->ctx;
+	}
+	r->id = region_next_id++;
+	r->attached = 1;
+	TAILQ_INSERT_TAIL(&c->regions, r, entry);
+	TAILQ_INSERT_TAIL(&region_all, r, all);
+	c->nregions++;
+	c->bytes += r->len;
+	c->state_bytes += HPZ_STATE_SIZE(r->npages);
+	return (0);
+}
+
+/*
+ * Probe and attach at once, on the calling thread: for regions taken
+ * back from the fd store at start, before anything is served.
+ */
+int
+region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
+    int fd, int sfd, struct region **out, char *why, size_t whylen)
+{
+	struct region	*r;
+	int		 error;
+
+	if ((error = region_probe(c->pid, m, uffd, fd, sfd, &r, why,
+	    whylen)) != 0)
+		return (error);
+	if ((error = region_attach(c, r, why, whylen)) != 0) {
+		region_free_probed(r);
+		return (error);
+	}
+	*out = r;
+	return (0);
 }
 
 /*
@@ -687,24 +740,69 @@ region_reset_cancel(struct region *r)
 }
 
 /*
- * Stop serving a region: no more faults read, queued work finished, garbage
- * dropped, the range unregistered from the uffd (the kernel wakes and serves
- * any waiter from then on), everything released.
+ * The teardown's calls on what the client owns (its context's thread):
+ * garbage punched from its file, its range unregistered from its uffd
+ * (the kernel wakes and serves any waiter from then on), children's uffds
+ * closed last, our mappings and its fds let go.  Each may wait on a lock
+ * the client holds (its file's inode lock, its mmap_lock, a FUSE server
+ * of its own on close): only this client's context waits with it.
+ */
+static void
+region_teardown_work(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+
+	region_punch_garbage(r);
+	uffd_unregister(r);
+	uffd_forks_release(r);
+	munmap(r->map, r->len);
+	r->map = MAP_FAILED;
+	region_release_state(r);
+	close(r->uffd);
+	close(r->fd);
+	close(r->sfd);
+	r->uffd = r->fd = r->sfd = -1;
+	if (r->pidfd >= 0)
+		close(r->pidfd);
+	r->pidfd = -1;
+}
+
+/* The teardown is done (main thread): its caller told, r freed. */
+static void
+region_teardown_done(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+
+	if (r->then != NULL)
+		r->then(r->then_arg);
+	cctx_put(r->ctx);
+	resolve_table_destroy(&r->rt);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->evlock);
+	free(r);
+}
+
+/*
+ * Stop serving a region (main thread): no more faults read, queued work
+ * finished, off every list; then its teardown (region_teardown_work) on
+ * its client's context, and then(arg) on the loop once that is done.
+ * The loop never waits for the teardown.
  */
 void
-region_destroy(struct region *r)
+region_destroy_then(struct region *r, void (*then)(void *), void *arg)
 {
 	struct client	*c = r->client;
 
+	r->ending = 1;
+	prep_region_cancel(r);
 	scrub_remove(r);
 	worker_poll_remove(r);
 	event_del(r->ev);
 	region_drain(r);
 	region_reset_cancel(r);
-	region_punch_garbage(r);
-	uffd_unregister(r);
-	/* Children's uffds last: closing one lets the kernel serve them. */
-	uffd_forks_release(r);
+	/* The loop's part of the children: their events. */
+	uffd_forks_unwatch(r);
 
 	TAILQ_REMOVE(&c->regions, r, entry);
 	TAILQ_REMOVE(&region_all, r, all);
@@ -713,19 +811,60 @@ region_destroy(struct region *r)
 	c->state_bytes -= HPZ_STATE_SIZE(r->npages);
 	fdstore_forget(r);
 	event_free(r->ev);
-	munmap(r->map, r->len);
-	region_release_state(r);
-	/* The client's fds: their release may block (reap.c). */
-	reap_close(r->uffd);
-	reap_close(r->fd);
-	reap_close(r->sfd);
-	if (r->pidfd >= 0)
-		close(r->pidfd);
-	resolve_table_destroy(&r->rt);
-	pthread_mutex_destroy(&r->lock);
-	pthread_cond_destroy(&r->cond);
-	pthread_mutex_destroy(&r->evlock);
-	free(r);
+	r->ev = NULL;
+	r->then = then;
+	r->then_arg = arg;
+	(void)cctx_submit(r->ctx, &r->ctx_end, region_teardown_work,
+	    region_teardown_done, r, "a region's teardown (punch of its "
+	    "garbage, UFFDIO_UNREGISTER, close of its fds)");
+}
+
+void
+region_destroy(struct region *r)
+{
+	region_destroy_then(r, NULL, NULL);
+}
+
+/*
+ * A probed region whose register failed after the probe (main thread):
+ * our mappings and its fds let go on its client's context.  Nothing was
+ * served, so nothing is punched.
+ */
+static void
+region_discard_work(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+	int		 fds[3] = { r->uffd, r->fd, r->sfd };
+
+	region_free_probed(r);
+	close(fds[0]);
+	close(fds[1]);
+	close(fds[2]);
+}
+
+static void
+region_discard_done(struct cctx_job *j)
+{
+	struct cctx	*x = j->ctx;
+
+	free(j);
+	cctx_put(x);
+}
+
+void
+region_discard(struct cctx *x, struct region *r)
+{
+	struct cctx_job	*j;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		/* No memory for the job: on the loop, as before contexts. */
+		region_discard_work(&(struct cctx_job){ .arg = r });
+		return;
+	}
+	if (x != NULL)
+		cctx_hold(x);
+	(void)cctx_submit(x, j, region_discard_work, region_discard_done, r,
+	    "a refused register's close of its fds");
 }
 
 static struct region *

@@ -608,8 +608,32 @@ uffd_fork_release(struct ufork *f)
 }
 
 /*
+ * The loop's part of letting the children go (main thread): their events
+ * and exit watches.  Their uffds stay open for uffd_forks_release.
+ */
+void
+uffd_forks_unwatch(struct region *r)
+{
+	struct ufork	*f;
+
+	pthread_mutex_lock(&r->evlock);
+	TAILQ_FOREACH(f, &r->forks, entry) {
+		if (f->ev != NULL)
+			event_free(f->ev);
+		if (f->pidev != NULL)
+			event_free(f->pidev);
+		if (f->pidfd >= 0)
+			close(f->pidfd);
+		f->ev = f->pidev = NULL;
+		f->pidfd = -1;
+	}
+	pthread_mutex_unlock(&r->evlock);
+}
+
+/*
  * Close every child's uffd of a region being destroyed, after its garbage
- * is punched: the kernel then serves the children from the file.
+ * is punched: the kernel then serves the children from the file.  After
+ * uffd_forks_unwatch, any thread (the client's context).
  */
 void
 uffd_forks_release(struct region *r)
