@@ -1136,7 +1136,7 @@ Test(conf, text_of_a_section)
 	conf_defaults(&c);
 	cr_assert_str_eq(conf_text(&c, "limits", 0, buf, sizeof(buf)),
 	    "clients=64 regions=4096 bytes=0 state_bytes=64M "
-	    "region_pages=16M");
+	    "region_pages=16M stuck_contexts=4");
 	cr_assert_str_eq(conf_text(&c, "background", 1, buf, sizeof(buf)),
 	    "scrub=yes gbs=0 client_gbs=0 ahead_min=4M ahead_max=256M");
 	cr_assert_str_eq(conf_text(&c, "daemon", 0, buf, sizeof(buf)),
