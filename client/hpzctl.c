@@ -317,6 +317,15 @@ hpzctl_limits(const struct hpz_status *st)
 	if (st->fds_closing > 0)
 		printf("  %-18s %llu passed fds still being closed\n",
 		    "closing:", st->fds_closing);
+	printf("  %-18s %llu with a thread now, %llu stuck", "client contexts:",
+	    st->contexts, st->contexts_stuck);
+	if (st->contexts_stuck > 0)
+		printf(": the longest, pid %lld, for %.1f s in %s (a lock its "
+		    "client holds; only its own requests wait)",
+		    (long long)st->context_stuck_pid,
+		    (double)st->context_stuck_ms / 1000.0,
+		    st->context_stuck_what);
+	printf("\n");
 }
 
 /* Upper bound (ns) of the histogram bucket holding quantile q. */
@@ -483,6 +492,9 @@ hpzctl_stats_json(const struct hpz_status *st)
 		goto nomem;
 	if ((s = json_object_new_string(st->version)) == NULL ||
 	    json_object_object_add(obj, "version", s) != 0)
+		goto nomem;
+	if ((s = json_object_new_string(st->context_stuck_what)) == NULL ||
+	    json_object_object_add(obj, "context_stuck_what", s) != 0)
 		goto nomem;
 	for (i = 0; i < HPZCTL_NFIELDS; i++) {
 		if (hpzctl_json_add(obj, hpzctl_fields[i].name,
