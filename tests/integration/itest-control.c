@@ -24,10 +24,14 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <linux/userfaultfd.h>
 
 #include <criterion/criterion.h>
 
@@ -966,3 +970,138 @@ Test(control, region_limits_reloaded_on_sighup, .timeout = 60)
 	rmdir(d.dir);
 }
 #endif
+
+/* ---- a client holding a kernel lock of its own --------------------------- */
+
+/* How long the inode-lock holder holds (from its set-up). */
+#define CTL_HOLD_MS	(CTL_ATTACK_MS + 2000)
+
+struct ctl_hold {
+	int	fd;		/* the region's backing memfd */
+	void	*buf;		/* on an uffd of its own, never served */
+	int	uffd;
+};
+
+/*
+ * shmem's write takes the file's inode lock, then copies from the
+ * buffer: the copy faults on the unserved uffd and waits, lock held.
+ */
+static void *
+ctl_hold_write(void *arg)
+{
+	struct ctl_hold	*h = arg;
+
+	(void)pwrite(h->fd, h->buf, 4096, 0);
+	return (NULL);
+}
+
+/* Let go after CTL_HOLD_MS: the uffd's close wakes the fault. */
+static void *
+ctl_hold_release(void *arg)
+{
+	struct ctl_hold	*h = arg;
+
+	usleep(CTL_HOLD_MS * 1000);
+	close(h->uffd);
+	return (NULL);
+}
+
+/*
+ * The inode-lock holder: a 64 MiB HPZ_DISCARD | HPZ_NO_SCRUB shmem region
+ * of its own with data in it (garbage the teardown must punch), a thread
+ * writing into its backing memfd from a buffer on its own unserved uffd,
+ * and hpz_unregister: the teardown's punch waits on the inode lock.  Its
+ * verdict is the unregister's answer, once it lets go.
+ */
+static void
+ctl_attack_inode_lock(int wfd)
+{
+	struct uffdio_api	 api = { .api = UFFD_API };
+	struct uffdio_register	 reg;
+	struct ctl_verdict	 v;
+	struct hpz_region	 r;
+	struct ctl_hold		 h;
+	pthread_t		 tw, tr;
+	int			 rc;
+
+	if (hpz_region_create(&r, 64ULL << 20, HPZ_PAGE_SHMEM) != 0)
+		_exit(5);
+	memset(r.addr, 0x5a, 1 << 20);
+	r.flags = HPZ_DISCARD | HPZ_NO_SCRUB;
+	if (hpz_register(&r) != 0)
+		_exit(6);
+	h.fd = r.fd;
+	h.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	h.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (h.buf == MAP_FAILED || h.uffd < 0 ||
+	    ioctl(h.uffd, UFFDIO_API, &api) == -1)
+		_exit(7);
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)h.buf;
+	reg.range.len = 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(h.uffd, UFFDIO_REGISTER, &reg) == -1)
+		_exit(8);
+	if (pthread_create(&tw, NULL, ctl_hold_write, &h) != 0 ||
+	    pthread_create(&tr, NULL, ctl_hold_release, &h) != 0)
+		_exit(9);
+	usleep(200 * 1000);	/* the write is in, the lock held */
+	(void)write(wfd, "r", 1);
+	rc = hpz_unregister(&r);
+	memset(&v, 0, sizeof(v));
+	v.error = rc;
+	v.replies = 1;
+	snprintf(v.text, sizeof(v.text), "%s", rc == 0 ? "unregistered" :
+	    hpz_last_error());
+	(void)write(wfd, &v, sizeof(v));
+	pause();
+}
+
+/*
+ * The honest client's rounds go on while another client holds its own
+ * memfd's inode lock over its unregister (on d1e12d7 the event loop sat
+ * in D state in the punch: the honest client got no answer); status shows
+ * the holder's stuck context meanwhile, and its unregister is answered
+ * once it lets go.
+ */
+Test(control, inode_lock_held_over_unregister, .timeout = 120)
+{
+	const char		*name = "inode lock held over unregister";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd, got;
+
+	ctl_daemon_same();
+	attacker = ctl_attacker_start(ctl_attack_inode_lock, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+#if HPZ_PROTOCOL_VERSION >= 7
+	{
+		struct hpz_status	st;
+
+		/* Still held (CTL_HOLD_MS): its context is stuck, and shown. */
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		printf("%s: status: %llu contexts, %llu stuck, the longest pid "
+		    "%lld for %llu ms in %s\n", name, st.contexts,
+		    st.contexts_stuck, (long long)st.context_stuck_pid,
+		    st.context_stuck_ms, st.context_stuck_what);
+		cr_expect_geq(st.contexts_stuck, 1, "%s: no stuck context "
+		    "shown while the attacker held its lock", name);
+		cr_expect_eq((pid_t)st.context_stuck_pid, attacker, "%s: the "
+		    "stuck context shown is pid %lld, not the attacker's %d",
+		    name, (long long)st.context_stuck_pid, (int)attacker);
+	}
+#endif
+	got = ctl_attacker_verdict(arfd, &v, CTL_HOLD_MS + 10000);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_same();
+	cr_assert(got, "%s: the attacker's unregister got no answer after it "
+	    "let go of its lock", name);
+	cr_assert_eq(v.error, 0, "%s: the attacker's unregister: %d (%s)",
+	    name, v.error, v.text);
+	printf("%s: the attacker's unregister, once it let go: %s\n", name,
+	    v.text);
+	fflush(stdout);
+}
