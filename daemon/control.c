@@ -320,7 +320,8 @@ control_pause(struct client *c)
 {
 	if (c->paused || c->orphan)
 		return;
-	event_del(c->ev);
+	if (c->ev != NULL)
+		event_del(c->ev);
 	c->paused = 1;
 }
 
@@ -331,6 +332,8 @@ control_resume(struct client *c)
 	if (!c->paused)
 		return;
 	c->paused = 0;
+	if (c->ev == NULL)
+		return;		/* not watched (the fuzzer's sessions) */
 	if (event_add(c->ev, NULL) == -1) {
 		log_warnx("client %llu: cannot watch its socket",
 		    (unsigned long long)c->id);
@@ -516,7 +519,7 @@ control_probe_work(struct cctx_job *j)
 	    p->fds[2], &p->r, p->why, sizeof(p->why));
 	if (p->error != 0)
 		for (i = 0; i < 3; i++)
-			close(p->fds[i]);	/* here: a close may block */
+			reap_close_here(p->fds[i]);	/* here: it may block */
 }
 
 /* The client a job was for, if it is still connected. */

@@ -634,6 +634,7 @@ void		 reap_stop(void);
 void		 reap_block_signal(void);
 void		 reap_close(int fd);
 void		 reap_defuse(int);
+void		 reap_close_here(int fd);
 void		 reap_close_conn(int fd);
 uint64_t	 reap_pending(void);
 uint64_t	 reap_slow_count(void);

@@ -103,8 +103,9 @@ reap_defuse(int fd)
 		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
 }
 
-static void
-reap_close_one(int fd)
+/* Close here, on the caller's thread, without lingering. */
+void
+reap_close_here(int fd)
 {
 	reap_defuse(fd);
 	close(fd);	/* gone whatever close says */
@@ -150,7 +151,7 @@ reap_drain(int sock)
 			for (i = 0; i < count; i++) {
 				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int),
 				    sizeof(fd));
-				reap_close_one(fd);
+				reap_close_here(fd);
 			}
 		}
 	}
@@ -166,7 +167,7 @@ reap_close_now(int fd, int drain)
 {
 	if (drain)
 		reap_drain(fd);
-	reap_close_one(fd);
+	reap_close_here(fd);
 }
 
 /*
