@@ -392,6 +392,19 @@ check_region(const char *name, unsigned int flags)
 		}
 	touch(&r);
 	extra[0] = '\0';
+	/*
+	 * The daemon counts a fault once it has woken the faulting thread,
+	 * and a page allocated ahead once it is mapped: its counters may
+	 * trail what we see by a moment (ASan, TCG, a loaded host).
+	 */
+	for (i = 0; i < WAIT_S * 10; i++) {
+		if (region_info(r.addr, &ri) != 0 ||
+		    ((flags & HPZ_AHEAD_EAGER) ? ri.bg_pages_pending == 0 :
+		    (flags & HPZ_NO_POOL) == 0 ||
+		    ri.faults >= (unsigned long long)want))
+			break;
+		nap(100);
+	}
 	if (region_info(r.addr, &ri) == 0) {
 		snprintf(extra, sizeof(extra), "; the daemon: %llu faults, "
 		    "%llu pages populated, %llu cleared, %llu pending", ri.faults,
