@@ -44,6 +44,7 @@ struct cctx {
 	pid_t			 pid;
 	uid_t			 uid;
 	int			 refs;
+	int			 pending;	/* jobs queued or running */
 	int			 thread;	/* a thread serves it now */
 	struct cctx_jobs	 queue;
 	struct cctx_job		*running;
@@ -108,6 +109,7 @@ cctx_main(void *arg)
 			j->work(j);
 			pthread_mutex_lock(&cctx_lock);
 			x->running = NULL;
+			x->pending--;
 			TAILQ_INSERT_TAIL(&cctx_done, j, entry);
 			if (write(cctx_efd, &one, sizeof(one)) == -1 &&
 			    errno != EAGAIN)
@@ -397,6 +399,7 @@ cctx_submit(struct cctx *x, struct cctx_job *j, void (*work)(struct cctx_job *),
 		return (0);
 	}
 	TAILQ_INSERT_TAIL(&x->queue, j, entry);
+	x->pending++;
 	pthread_cond_signal(&x->cond);
 	pthread_mutex_unlock(&cctx_lock);
 	return (1);
@@ -425,6 +428,20 @@ cctx_busy(const struct cctx *x)
 	busy = x->running != NULL || !TAILQ_EMPTY(&x->queue);
 	pthread_mutex_unlock(&cctx_lock);
 	return (busy);
+}
+
+/* How many of x's jobs are queued or running. */
+int
+cctx_pending(const struct cctx *x)
+{
+	int	n;
+
+	if (x == NULL)
+		return (0);
+	pthread_mutex_lock(&cctx_lock);
+	n = x->pending;
+	pthread_mutex_unlock(&cctx_lock);
+	return (n);
 }
 
 /*

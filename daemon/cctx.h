@@ -50,6 +50,7 @@ int		 cctx_submit(struct cctx *, struct cctx_job *,
 void		 cctx_cancel(struct cctx_job *);
 int		 cctx_cancelled(const struct cctx_job *);
 int		 cctx_busy(const struct cctx *);
+int		 cctx_pending(const struct cctx *);
 int		 cctx_uid_refused(uid_t, char *, size_t);
 
 /* What hpzctl status shows (main thread). */

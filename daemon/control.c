@@ -22,6 +22,13 @@
 
 /* Requests handled per wakeup before other clients get a turn. */
 #define CONTROL_BATCH	32
+/*
+ * A client is not read while its context has this many calls queued
+ * (closes of the fds its messages bring, mostly: one stuck on a FUSE
+ * server of its own holds the rest, each an fd of ours), and read again
+ * once it is down to half.  One message brings at most 253 more.
+ */
+#define CONTROL_BACKLOG	256
 
 struct clients		 control_clients = TAILQ_HEAD_INITIALIZER(control_clients);
 static struct event	*control_ev;
@@ -332,6 +339,7 @@ control_resume(struct client *c)
 	if (!c->paused)
 		return;
 	c->paused = 0;
+	c->backlog = 0;
 	if (c->ev == NULL)
 		return;		/* not watched (the fuzzer's sessions) */
 	if (event_add(c->ev, NULL) == -1) {
@@ -903,8 +911,26 @@ control_message(struct client *c, struct hpz_msg *m)
  */
 static struct client	*control_current;
 
+/* x's queue is down to half: its clients stopped for it are read again. */
+static void
+control_backlog_drained(struct cctx *x)
+{
+	struct client	*c;
+
+	if (cctx_pending(x) > CONTROL_BACKLOG / 2)
+		return;
+	TAILQ_FOREACH(c, &control_clients, entry)
+		if (c->backlog && c->ctx == x) {
+			log_info("client %llu (pid %d): the calls queued on "
+			    "its context drained: read again",
+			    (unsigned long long)c->id, (int)c->pid);
+			control_resume(c);
+		}
+}
+
 struct control_close {
 	struct cctx_job	job;
+	uint64_t	cid;
 	int		fd;
 };
 
@@ -922,7 +948,9 @@ control_close_done(struct cctx_job *j)
 {
 	struct cctx	*x = j->ctx;
 
+	reap_away_add(-1);
 	free(j->arg);
+	control_backlog_drained(x);
 	cctx_put(x);
 }
 
@@ -938,7 +966,9 @@ control_close_fd(int fd)
 		return;
 	}
 	k->fd = fd;
+	k->cid = c->id;
 	cctx_hold(c->ctx);
+	reap_away_add(1);
 	(void)cctx_submit(c->ctx, &k->job, control_close_work,
 	    control_close_done, k, "close of a descriptor it passed");
 }
@@ -951,6 +981,17 @@ control_read(struct client *c, int fd)
 	int		 i;
 
 	for (i = 0; i < CONTROL_BATCH && !c->paused; i++) {
+		if (c->ctx != NULL &&
+		    (n = cctx_pending(c->ctx)) >= CONTROL_BACKLOG) {
+			log_warnx("client %llu (pid %d uid %u): %zd calls on "
+			    "what it owns queued on its context (the first "
+			    "stuck in the kernel?): not read until they drain",
+			    (unsigned long long)c->id, (int)c->pid,
+			    (unsigned)c->uid, n);
+			control_pause(c);
+			c->backlog = 1;
+			return;
+		}
 		n = proto_recv(fd, &m);
 		if (n == -1) {
 			if (errno == EAGAIN)
@@ -985,6 +1026,43 @@ control_read_cb(int fd, short events, void *arg)
 	control_current = NULL;
 }
 
+static void
+control_conn_work(struct cctx_job *j)
+{
+	struct control_close	*k = j->arg;
+
+	reap_close_conn_here(k->fd);
+}
+
+static void
+control_conn_done(struct cctx_job *j)
+{
+	struct cctx	*x = j->ctx;
+
+	reap_away_add(-1);
+	free(j->arg);
+	control_backlog_drained(x);
+	cctx_put(x);
+}
+
+static void
+control_close_conn(struct client *c)
+{
+	struct control_close	*k;
+
+	if (c->ctx == NULL || (k = calloc(1, sizeof(*k))) == NULL) {
+		reap_close_conn(c->fd);
+		return;
+	}
+	k->fd = c->fd;
+	k->cid = c->id;
+	cctx_hold(c->ctx);
+	reap_away_add(1);
+	(void)cctx_submit(c->ctx, &k->job, control_conn_work,
+	    control_conn_done, k, "close of its connection (fds still in "
+	    "flight in it)");
+}
+
 /* End a session and release everything it had. */
 static void
 control_drop(struct client *c, const char *why)
@@ -1008,9 +1086,12 @@ control_drop(struct client *c, const char *why)
 	bucket_free(c->budget);
 	if (c->ev != NULL)
 		event_free(c->ev);
-	/* Its queue may still hold fds in flight: their release may block. */
+	/*
+	 * Its queue may still hold fds in flight: their release may block,
+	 * so it is drained and closed on its context (the reaper if none).
+	 */
 	if (c->fd >= 0)
-		reap_close_conn(c->fd);
+		control_close_conn(c);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	cctx_put(c->ctx);

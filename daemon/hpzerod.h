@@ -223,6 +223,8 @@ struct client {
 	int			 pidfd;		/* orphan: exits when it does */
 	int			 paused;	/* not read: a reply waits */
 	int			 broken;	/* a reply failed: drop it */
+	int			 backlog;	/* paused: its context's queue
+						   is full (control.c) */
 	struct cctx		*ctx;		/* its process's (cctx.c) */
 };
 TAILQ_HEAD(clients, client);
@@ -635,6 +637,8 @@ void		 reap_block_signal(void);
 void		 reap_close(int fd);
 void		 reap_defuse(int);
 void		 reap_close_here(int fd);
+void		 reap_close_conn_here(int fd);
+void		 reap_away_add(int n);
 void		 reap_close_conn(int fd);
 uint64_t	 reap_pending(void);
 uint64_t	 reap_slow_count(void);

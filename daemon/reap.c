@@ -162,6 +162,15 @@ reap_drain(int sock)
  * or no room in its queue.  Defused and drained first, a close here does
  * not linger either.
  */
+static void reap_close_now(int, int);
+
+/* A client's connection, shut, drained and closed here (its context). */
+void
+reap_close_conn_here(int fd)
+{
+	reap_close_now(fd, 1);
+}
+
 static void
 reap_close_now(int fd, int drain)
 {
@@ -388,6 +397,18 @@ reap_close_conn(int fd)
 	reap_enqueue(fd, 1);
 }
 
+/*
+ * Closes queued elsewhere (on the clients' contexts, control.c): n more,
+ * or fewer, for reap_pending's count.
+ */
+static atomic_int_fast64_t reap_away;
+
+void
+reap_away_add(int n)
+{
+	atomic_fetch_add(&reap_away, n);
+}
+
 /* Descriptors waiting to be closed (the one being closed included). */
 uint64_t
 reap_pending(void)
@@ -395,7 +416,8 @@ reap_pending(void)
 	uint64_t	n;
 
 	pthread_mutex_lock(&reap_lock);
-	n = reap_n + (uint64_t)atomic_load(&reap_busy);
+	n = reap_n + (uint64_t)atomic_load(&reap_busy) +
+	    (uint64_t)atomic_load(&reap_away);
 	pthread_mutex_unlock(&reap_lock);
 	return (n);
 }

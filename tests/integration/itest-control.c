@@ -24,6 +24,9 @@
 #include <unistd.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/un.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -1104,4 +1107,259 @@ Test(control, inode_lock_held_over_unregister, .timeout = 120)
 	printf("%s: the attacker's unregister, once it let go: %s\n", name,
 	    v.text);
 	fflush(stdout);
+}
+
+/* ---- stray fds of a file on the client's own FUSE mount ------------------ */
+
+#define CTL_FUSE_CONNS	200	/* connections the attacker makes */
+#define CTL_FUSE_FDS	253	/* fds on each one's message (the most) */
+#define CTL_FUSE_HELD	1024	/* more of them held by the daemon: wedged */
+
+struct ctl_fuse {
+	char	dir[64];
+	char	file[96];
+	pid_t	pid;
+	int	mnt_id;		/* the mount's, as /proc/PID/fdinfo says */
+};
+
+static struct ctl_fuse	ctl_fu;
+
+/* The mount id of fd in process pid (its fdinfo), or -1. */
+static int
+ctl_mnt_id(pid_t pid, int fd)
+{
+	char	path[64], line[128];
+	FILE	*f;
+	int	id = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, fd);
+	if ((f = fopen(path, "r")) == NULL)
+		return (-1);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "mnt_id: %d", &id) == 1)
+			break;
+	fclose(f);
+	return (id);
+}
+
+/*
+ * The id of the mount at dir (/proc/self/mountinfo), or -1.  Nothing of
+ * the test's opens a file there: a close would wait on the server, and
+ * so would the exit of every process forked with it open.
+ */
+static int
+ctl_mount_id(const char *dir)
+{
+	char	line[1024], at[512];
+	FILE	*f;
+	int	id, found = -1;
+
+	if ((f = fopen("/proc/self/mountinfo", "r")) == NULL)
+		return (-1);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%d %*d %*s %*s %511s", &id, at) == 2 &&
+		    strcmp(at, dir) == 0)
+			found = id;
+	fclose(f);
+	return (found);
+}
+
+/* How many fds process pid holds on mount mnt_id. */
+static int
+ctl_fds_on_mount(pid_t pid, int mnt_id)
+{
+	char		 path[64];
+	struct dirent	*e;
+	DIR		*d;
+	int		 n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	cr_assert_not_null(d = opendir(path), "%s: %s", path, strerror(errno));
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' &&
+		    ctl_mnt_id(pid, atoi(e->d_name)) == mnt_id)
+			n++;
+	closedir(d);
+	return (n);
+}
+
+/*
+ * tests/integration/fuse-mute MODE on a fresh directory; skips the test
+ * when this machine cannot mount FUSE (its exit status 77).
+ */
+static void
+ctl_fuse_start(struct ctl_fuse *fu, const char *mode)
+{
+	char	 bin[512], buf[64];
+	FILE	*out;
+	int	 p[2], status;
+
+	memset(fu, 0, sizeof(*fu));
+	snprintf(fu->dir, sizeof(fu->dir), "/tmp/hpz-itest-fuse.XXXXXX");
+	cr_assert_not_null(mkdtemp(fu->dir));
+	snprintf(fu->file, sizeof(fu->file), "%s/file", fu->dir);
+	snprintf(bin, sizeof(bin), "%s/tests/integration/fuse-mute",
+	    getenv("HPZ_BUILDDIR"));
+	cr_assert_eq(pipe(p), 0);
+	fu->pid = fork();
+	cr_assert_geq(fu->pid, 0);
+	if (fu->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execl(bin, bin, mode, fu->dir, (char *)NULL);
+		_exit(2);
+	}
+	close(p[1]);
+	out = fdopen(p[0], "r");
+	if (fgets(buf, sizeof(buf), out) == NULL ||
+	    strncmp(buf, "ready ", 6) != 0) {
+		fclose(out);
+		cr_assert_eq(waitpid(fu->pid, &status, 0), fu->pid);
+		rmdir(fu->dir);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+			cr_skip_test("no FUSE here (fuse-mute: no /dev/fuse or "
+			    "no right to mount)");
+		cr_assert_fail("fuse-mute %s %s did not start", mode, fu->dir);
+	}
+	fclose(out);
+	fu->mnt_id = ctl_mount_id(fu->dir);
+	cr_assert_geq(fu->mnt_id, 0, "%s not in /proc/self/mountinfo",
+	    fu->dir);
+}
+
+/* The server goes: every request waiting on it fails. */
+static void
+ctl_fuse_stop(struct ctl_fuse *fu)
+{
+	int	status;
+
+	if (fu->pid <= 0)
+		return;
+	kill(fu->pid, SIGTERM);
+	(void)waitpid(fu->pid, &status, 0);
+	fu->pid = 0;
+	(void)umount2(fu->dir, MNT_DETACH);
+	rmdir(fu->dir);
+}
+
+/*
+ * CTL_FUSE_CONNS connections, each with a message carrying CTL_FUSE_FDS
+ * fds of a file on a FUSE mount whose server never answers FLUSH (the
+ * message itself is junk: it is refused and the connection dropped).
+ * Every close of those fds in the daemon waits for ever.
+ */
+static void
+ctl_attack_fuse_fds(int wfd)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * CTL_FUSE_FDS)];
+	}			 cm;
+	struct sockaddr_un	 sun;
+	struct ctl_verdict	 v;
+	struct msghdr		 mh;
+	struct iovec		 iov;
+	struct cmsghdr		*c;
+	char			 junk[64];
+	int			 fds[CTL_FUSE_FDS], i, sock, fd, sent = 0;
+
+	if ((fd = open(ctl_fu.file, O_RDONLY | O_CLOEXEC)) == -1)
+		_exit(30);
+	for (i = 0; i < CTL_FUSE_FDS; i++)
+		fds[i] = fd;	/* each arrives as an fd of its own */
+	memset(junk, 0xa5, sizeof(junk));
+	itest_sun(&sun, getenv("HPZ_SOCKET"));
+	(void)write(wfd, "r", 1);
+	for (i = 0; i < CTL_FUSE_CONNS; i++) {
+		sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
+		    SOCK_NONBLOCK, 0);
+		if (sock == -1 || connect(sock, (struct sockaddr *)&sun,
+		    sizeof(sun)) == -1)
+			break;	/* not accepting: that is a finding too */
+		memset(&mh, 0, sizeof(mh));
+		memset(&cm, 0, sizeof(cm));
+		iov.iov_base = junk;
+		iov.iov_len = sizeof(junk);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(fds));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(c), fds, sizeof(fds));
+		if (sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == -1)
+			break;
+		sent++;
+		/* sock stays open: what the daemon has not read stays queued */
+	}
+	memset(&v, 0, sizeof(v));
+	v.replies = sent;
+	snprintf(v.text, sizeof(v.text), "%d messages of %d fds sent", sent,
+	    CTL_FUSE_FDS);
+	(void)write(wfd, &v, sizeof(v));
+	pause();	/* our own close of fd would hang: we die instead */
+}
+
+/*
+ * A client floods the daemon with fds of a file on its own FUSE mount
+ * whose server never answers FLUSH (on d1e12d7 their closes wedged the
+ * reaper and then the loop; the daemon ran out of fds).  The honest
+ * client's rounds go on, the daemon holds a bounded number of the
+ * attacker's fds (the rest wait in the attacker's sockets), its stuck
+ * context is shown, and once the server goes every one is closed.
+ */
+Test(control, fuse_stray_fds_whose_close_never_returns, .timeout = 180)
+{
+	const char		*name = "FUSE stray fds, FLUSH never answered";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	pid_t			 attacker, honest, daemon = itest_daemon_pid();
+	int			 arfd, hrfd, got, held, i, wait;
+
+	ctl_fuse_start(&ctl_fu, "noflush");
+	ctl_daemon_same();
+	attacker = ctl_attacker_start(ctl_attack_fuse_fds, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, &v, 1000);
+	held = ctl_fds_on_mount(daemon, ctl_fu.mnt_id);
+	printf("%s: the attacker: %s; the daemon holds %d of them\n", name,
+	    got ? v.text : "no word", held);
+	fflush(stdout);
+	cr_expect(got, "%s: the attacker did not finish sending", name);
+	cr_expect_leq(held, CTL_FUSE_HELD, "%s: the daemon holds %d of the "
+	    "attacker's fds (%d sent): it reads a client whose closes are "
+	    "stuck", name, held, v.replies * CTL_FUSE_FDS);
+#if HPZ_PROTOCOL_VERSION >= 7
+	{
+		struct hpz_status	st;
+
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		printf("%s: status: %llu contexts, %llu stuck, the longest pid "
+		    "%lld for %llu ms in %s; %llu fds closing\n", name,
+		    st.contexts, st.contexts_stuck,
+		    (long long)st.context_stuck_pid, st.context_stuck_ms,
+		    st.context_stuck_what, st.fds_closing);
+		cr_expect_geq(st.contexts_stuck, 1, "%s: no stuck context "
+		    "shown", name);
+		cr_expect_eq((pid_t)st.context_stuck_pid, attacker, "%s: the "
+		    "stuck context shown is pid %lld, not the attacker's %d",
+		    name, (long long)st.context_stuck_pid, (int)attacker);
+	}
+#endif
+	/* The server goes: every close waiting on it returns. */
+	ctl_fuse_stop(&ctl_fu);
+	wait = 30 * 10 * itest_wait_scale();
+	for (i = 0; i < wait &&
+	    (held = ctl_fds_on_mount(daemon, ctl_fu.mnt_id)) > 0; i++)
+		usleep(100 * 1000);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_same();
+	cr_assert_eq(held, 0, "%s: the daemon still holds %d fds on the "
+	    "mount %d s after its server went", name, held, wait / 10);
+	ctl_closed_all(name);
 }
