@@ -1470,3 +1470,68 @@ Test(control, mmap_lock_held_over_resets, .timeout = 180)
 	printf("%s: the attacker: %s\n", name, v.text);
 	fflush(stdout);
 }
+
+/*
+ * A uid with [limits] stuck_contexts contexts stuck at once is refused new
+ * work with a reason that names the setting, and served again once they
+ * let go.  Its own daemon, stuck_contexts = 1; the inode-lock holder above
+ * is the stuck one, this process (the same uid) the one refused.
+ */
+#if HPZ_PROTOCOL_VERSION >= 7
+Test(control, uid_with_too_many_stuck_contexts_is_refused, .timeout = 120)
+{
+	struct ctl_daemon	d;
+	struct ctl_verdict	v;
+	struct hpz_status	st;
+	struct hpz_region	r;
+	pid_t			attacker;
+	int			arfd, error, i, got;
+
+	memset(&d, 0, sizeof(d));
+	strcpy(d.dir, "/tmp/hpz-stuck.XXXXXX");
+	cr_assert_not_null(mkdtemp(d.dir));
+	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
+	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
+	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
+	ctl_conf_write(d.conf, "[limits]\nstuck_contexts = 1\n");
+	setenv("HPZ_SOCKET", d.sock, 1);
+	ctl_daemon_start(&d);
+	attacker = ctl_attacker_start(ctl_attack_inode_lock, &arfd);
+	for (i = 0; i < 100; i++) {
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		if (st.contexts_stuck >= 1)
+			break;
+		usleep(100 * 1000);
+	}
+	cr_assert_geq(st.contexts_stuck, 1, "the holder's context was not "
+	    "found stuck in 10 s");
+	cr_assert_eq(hpz_region_create(&r, 16 * 4096, HPZ_PAGE_SHMEM), 0);
+	error = hpz_register(&r);
+	printf("stuck contexts: a register of the same uid while one is "
+	    "stuck: %d (%s)\n", error, hpz_last_error());
+	fflush(stdout);
+	cr_expect_eq(error, -EBUSY, "register while the uid's one context "
+	    "is stuck: %d (%s)", error, hpz_last_error());
+	cr_expect_not_null(strstr(hpz_last_error(), "stuck_contexts"), "%s",
+	    hpz_last_error());
+	/* It lets go (CTL_HOLD_MS): the same register goes through. */
+	got = ctl_attacker_verdict(arfd, &v, CTL_HOLD_MS + 10000);
+	cr_expect(got, "the holder's unregister got no answer");
+	for (i = 0; i < 100; i++) {
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		if (st.contexts_stuck == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	error = hpz_register(&r);
+	cr_expect_eq(error, 0, "register once the holder let go: %d (%s)",
+	    error, hpz_last_error());
+	hpz_region_destroy(&r);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_kill(&d, SIGTERM);
+	unlink(d.conf);
+	unlink(d.log);
+	unlink(d.sock);
+	rmdir(d.dir);
+}
+#endif
