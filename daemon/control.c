@@ -350,6 +350,27 @@ control_resume(struct client *c)
 	event_active(c->ev, EV_READ, 0);
 }
 
+static struct client	*control_find(uint64_t);
+
+static void
+control_region_answer(struct client *c, uint32_t seq, uint64_t id,
+    const char *text)
+{
+	if (control_reply(c, seq, 0, id, text) == -1)
+		c->broken = 1;
+	control_resume(c);
+}
+
+/* The switch control_region_ready waited for is done: the answer. */
+static void
+control_region_switched(struct region *r)
+{
+	struct client	*c = control_find(r->answer_cid);
+
+	if (c != NULL)
+		control_region_answer(c, r->answer_seq, r->id, r->answer_text);
+}
+
 /*
  * A region is ready to serve (prep.c, main thread; at once for one that
  * needed nothing): start it and send the reply its register waits for.
@@ -412,9 +433,20 @@ control_region_ready(struct region *r)
 		log_info("client %llu (pid %d): region %llu is its again",
 		    (unsigned long long)c->id, (int)c->pid,
 		    (unsigned long long)id);
-	if (control_reply(c, seq, 0, id, text) == -1)
-		c->broken = 1;
-	control_resume(c);
+	if (r->switching) {
+		/*
+		 * Its faults are on their way to the kernel (no garbage):
+		 * the answer waits for that, so that the client's first
+		 * touches are the kernel's, as without us.
+		 */
+		r->answer_cid = c->id;
+		r->answer_seq = seq;
+		r->answer_text = text;
+		r->switched_cb = control_region_switched;
+		control_pause(c);
+		return;
+	}
+	control_region_answer(c, seq, id, text);
 }
 
 /*

@@ -166,6 +166,11 @@ struct region {
 	struct cctx_job		 ctx_end;	/* the teardown */
 	int			 switching;	/* ctx_switch in flight */
 	int			 switch_error;
+	/* Called once ctx_switch is done (a register's answer waits). */
+	void			(*switched_cb)(struct region *);
+	uint64_t		 answer_cid;
+	uint32_t		 answer_seq;
+	const char		*answer_text;
 	int			 arming;	/* ctx_arm in flight */
 	int			 arm_error;
 	void			(*arm_cb)(struct region *, int, void *);

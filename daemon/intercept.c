@@ -183,6 +183,8 @@ intercept_may_idle(struct region *r)
  * for seconds (a populate over a large range) or without end (a fault on
  * a FUSE mapping whose server does not answer).
  */
+static void intercept_switched(struct region *, int);
+
 static void
 intercept_off_work(struct cctx_job *j)
 {
@@ -199,8 +201,18 @@ intercept_off_done(struct cctx_job *j)
 {
 	struct region	*r = j->arg;
 	int		 error = r->switch_error;
+	void		(*cb)(struct region *) = r->switched_cb;
 
 	r->switching = 0;
+	r->switched_cb = NULL;
+	intercept_switched(r, error);
+	if (cb != NULL)
+		cb(r);
+}
+
+static void
+intercept_switched(struct region *r, int error)
+{
 	if (error != 0) {
 		/* An older kernel: no uffd-wp on shared memory.  Stay. */
 		if (error != -ESRCH && error != -ENOMEM)
