@@ -1535,3 +1535,102 @@ Test(control, uid_with_too_many_stuck_contexts_is_refused, .timeout = 120)
 	rmdir(d.dir);
 }
 #endif
+
+/* ---- a region moved while its reset is pending -------------------------- */
+
+/*
+ * Connection A registers a region and sends a reset of it while this
+ * process holds its own mmap_lock (a long populate, as above): the reset
+ * waits for its faults to be trapped again (UFFDIO_REGISTER, on our
+ * context).  Connection B of the same process registers the same fds at
+ * once, which would move the region to B; then A goes.  The move must wait
+ * for the reset: B is refused (EBUSY), and the reset's answer never goes to
+ * a freed connection or to anyone else's socket (on d1e12d7 it did: a use
+ * after free).  C, a connection made after A went, gets only its own
+ * answers, also once the reset is through.
+ */
+Test(control, region_moved_while_its_reset_is_pending, .timeout = 180)
+{
+	struct hpz_msg_register	 reg;
+	struct hpz_msg_range	 rg;
+	struct hpz_msg_header	 h;
+	struct hpz_msg		 m;
+	struct ctl_shm		 shm;
+	struct ctl_populate	 p;
+	struct pollfd		 pfd;
+	pthread_t		 t;
+	int			 a, b, cc, fds[3];
+
+	ctl_daemon_same();
+	ctl_shm_make(&shm, 64 * 4096);
+	fds[0] = shm.uffd;
+	fds[1] = shm.fd;
+	fds[2] = itest_state_memfd(64);
+	a = itest_raw_connect();
+	b = itest_raw_connect();
+	ctl_reg_msg(&reg, &shm, 1);
+	cr_assert_eq(proto_send(a, &reg, sizeof(reg), fds, 3),
+	    (ssize_t)sizeof(reg));
+	cr_assert_eq(ctl_attacker_reply(a, &m), 0, "A's register: no answer");
+	cr_assert_eq(m.u.reply.error, 0, "A's register: %d (%s)",
+	    m.u.reply.error, m.u.reply.text);
+	memset(shm.addr, 0x5a, shm.len);
+
+	/* Our mmap_lock, held for reading for seconds. */
+	memset(&p, 0, sizeof(p));
+	p.addr = mmap(NULL, CTL_POPULATE_LEN, PROT_READ,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	cr_assert_neq(p.addr, MAP_FAILED);
+	cr_assert_eq(pthread_create(&t, NULL, ctl_populate, &p), 0);
+	usleep(100 * 1000);
+
+	proto_init(&rg, HPZ_MSG_RESET, sizeof(rg), 2);
+	rg.addr = (uintptr_t)shm.addr;
+	rg.len = shm.len;
+	cr_assert_eq(proto_send(a, &rg, sizeof(rg), NULL, 0),
+	    (ssize_t)sizeof(rg));
+	usleep(50 * 1000);	/* the reset is in */
+	ctl_reg_msg(&reg, &shm, 3);
+	cr_assert_eq(proto_send(b, &reg, sizeof(reg), fds, 3),
+	    (ssize_t)sizeof(reg));
+	cr_assert_eq(ctl_attacker_reply(b, &m), 0, "B's register: no answer");
+	cr_assert_eq(m.u.hdr.seq, 3, "B got an answer to seq %u", m.u.hdr.seq);
+	printf("region moved while its reset is pending: B's register: %d "
+	    "(%s)\n", m.u.reply.error, m.u.reply.text);
+	fflush(stdout);
+	cr_expect_eq(m.u.reply.error, -EBUSY, "B's register of a region whose "
+	    "reset is pending on A: %d (%s)", m.u.reply.error,
+	    m.u.reply.text);
+	close(a);	/* its reset still pending */
+
+	cc = itest_raw_connect();
+	proto_init(&h, HPZ_MSG_STATUS, sizeof(h), 77);
+	cr_assert_eq(proto_send(cc, &h, sizeof(h), NULL, 0),
+	    (ssize_t)sizeof(h));
+	cr_assert_eq(ctl_attacker_reply(cc, &m), 0, "C: no answer");
+	cr_assert_eq(m.u.hdr.type, HPZ_MSG_STATUS_REPLY, "C, which asked for "
+	    "status, got a message of type %u (seq %u): someone else's "
+	    "answer", m.u.hdr.type, m.u.hdr.seq);
+	cr_assert_eq(m.u.hdr.seq, 77);
+	/* The lock let go, the reset goes through: nothing more for C. */
+	pthread_join(t, NULL);
+	pfd.fd = cc;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 2000) == 1 && proto_recv(cc, &m) > 0)
+		cr_assert_fail("C got a message it did not ask for, type %u "
+		    "seq %u error %d (%s): A's answer, after A went",
+		    m.u.hdr.type, m.u.hdr.seq, m.u.reply.error,
+		    m.u.reply.text);
+	printf("region moved while its reset is pending: the populate held "
+	    "the lock %.1f s; C got only its own answer\n", p.secs);
+	fflush(stdout);
+	close(cc);
+	close(b);
+	ctl_daemon_same();
+	munmap(p.addr, CTL_POPULATE_LEN);
+	close(fds[2]);
+	close(shm.uffd);
+	close(shm.fd);
+	munmap(shm.addr, shm.len);
+}
