@@ -971,8 +971,7 @@ control_close_work(struct cctx_job *j)
 {
 	struct control_close	*k = j->arg;
 
-	reap_defuse(k->fd);
-	close(k->fd);
+	reap_close_here(k->fd);
 }
 
 static void
@@ -1067,17 +1066,6 @@ control_conn_work(struct cctx_job *j)
 }
 
 static void
-control_conn_done(struct cctx_job *j)
-{
-	struct cctx	*x = j->ctx;
-
-	reap_away_add(-1);
-	free(j->arg);
-	control_backlog_drained(x);
-	cctx_put(x);
-}
-
-static void
 control_close_conn(struct client *c)
 {
 	struct control_close	*k;
@@ -1091,7 +1079,7 @@ control_close_conn(struct client *c)
 	cctx_hold(c->ctx);
 	reap_away_add(1);
 	(void)cctx_submit(c->ctx, &k->job, control_conn_work,
-	    control_conn_done, k, "close of its connection (fds still in "
+	    control_close_done, k, "close of its connection (fds still in "
 	    "flight in it)");
 }
 
