@@ -1245,6 +1245,38 @@ ctl_fuse_stop(struct ctl_fuse *fu)
 	rmdir(fu->dir);
 }
 
+/* The shared daemon's socket and its directory, open to another uid. */
+struct ctl_sockmode {
+	char	dir[512];
+	mode_t	dir_mode, sock_mode;
+};
+
+static void
+ctl_socket_for_all(struct ctl_sockmode *so)
+{
+	const char	*sock = getenv("HPZ_SOCKET");
+	struct stat	 st;
+	char		*slash;
+
+	cr_assert_not_null(sock);
+	snprintf(so->dir, sizeof(so->dir), "%s", sock);
+	cr_assert_not_null(slash = strrchr(so->dir, '/'));
+	*slash = '\0';
+	cr_assert_eq(stat(so->dir, &st), 0, "%s: %s", so->dir, strerror(errno));
+	so->dir_mode = st.st_mode & 07777;
+	cr_assert_eq(stat(sock, &st), 0, "%s: %s", sock, strerror(errno));
+	so->sock_mode = st.st_mode & 07777;
+	cr_assert_eq(chmod(so->dir, so->dir_mode | 0711), 0);
+	cr_assert_eq(chmod(sock, 0666), 0);
+}
+
+static void
+ctl_socket_restore(const struct ctl_sockmode *so)
+{
+	(void)chmod(getenv("HPZ_SOCKET"), so->sock_mode);
+	(void)chmod(so->dir, so->dir_mode);
+}
+
 /*
  * CTL_FUSE_CONNS connections, each with a message carrying CTL_FUSE_FDS
  * fds of a file on a FUSE mount whose server never answers FLUSH (the
@@ -1268,6 +1300,13 @@ ctl_attack_fuse_fds(int wfd)
 
 	if ((fd = open(ctl_fu.file, O_RDONLY | O_CLOEXEC)) == -1)
 		_exit(30);
+	/*
+	 * Another tenant: a uid's connections count against its own
+	 * [limits] clients, which this attacker fills (the honest client is
+	 * root). The fds were opened as root; the daemon's closes still wait.
+	 */
+	if (setgid(65534) != 0 || setuid(65534) != 0)
+		_exit(31);
 	for (i = 0; i < CTL_FUSE_FDS; i++)
 		fds[i] = fd;	/* each arrives as an fd of its own */
 	memset(junk, 0xa5, sizeof(junk));
@@ -1314,21 +1353,24 @@ ctl_attack_fuse_fds(int wfd)
  * context is shown, and once the server goes every one is closed.
  */
 /*
- * Disabled: it passes alone (--filter 'control/fuse*') but in the whole
- * suite under ASan and in distcheck the honest client got no answer for
- * 5000 ms (0 rounds); the cause is not found yet.
+ * The attacker is another uid (65534): its connections, dropped but not yet
+ * closed while their fds' closes hang, count against its uid's [limits]
+ * clients (64), which it fills.  As root, like the honest client, it shut
+ * the honest one out whenever its connections came first (under ASan and
+ * in distcheck): a uid's quota is shared by its processes, by design.
  */
-Test(control, fuse_stray_fds_whose_close_never_returns, .timeout = 180,
-    .disabled = true)
+Test(control, fuse_stray_fds_whose_close_never_returns, .timeout = 180)
 {
 	const char		*name = "FUSE stray fds, FLUSH never answered";
 	struct ctl_figures	 fg;
 	struct ctl_verdict	 v;
 	pid_t			 attacker, honest, daemon = itest_daemon_pid();
+	struct ctl_sockmode	 so;
 	int			 arfd, hrfd, got, held, i, wait;
 
 	ctl_fuse_start(&ctl_fu, "noflush");
 	ctl_daemon_same();
+	ctl_socket_for_all(&so);
 	attacker = ctl_attacker_start(ctl_attack_fuse_fds, &arfd);
 	honest = ctl_honest_start(&hrfd);
 	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
@@ -1365,6 +1407,7 @@ Test(control, fuse_stray_fds_whose_close_never_returns, .timeout = 180,
 	    (held = ctl_fds_on_mount(daemon, ctl_fu.mnt_id)) > 0; i++)
 		usleep(100 * 1000);
 	ctl_attacker_stop(attacker, arfd);
+	ctl_socket_restore(&so);
 	ctl_daemon_same();
 	cr_assert_eq(held, 0, "%s: the daemon still holds %d fds on the "
 	    "mount %d s after its server went", name, held, wait / 10);
