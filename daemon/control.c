@@ -377,6 +377,16 @@ control_region_switched(struct region *r)
  * A reply that cannot be sent marks the client broken: it is dropped by
  * the caller (inline) or by its next read.
  */
+static void
+control_region_armed(struct region *r, int error, void *arg)
+{
+	(void)arg;
+	if (error == -ECANCELED)
+		return;		/* it went meanwhile: its teardown frees it */
+	r->arm_failed = error != 0;
+	control_region_ready(r);
+}
+
 void
 control_region_ready(struct region *r)
 {
@@ -384,19 +394,34 @@ control_region_ready(struct region *r)
 	uint32_t	 seq = r->waiter_seq;
 	const char	*text = r->waiter_text;
 	uint64_t	 id = r->id;
+	int		 armfail;
 
+	/*
+	 * Garbage: its faults must be ours before it is served, whatever
+	 * mode a dead server left the range in (the fd store keeps the uffd
+	 * and its registration).  The registration takes the client's
+	 * mmap_lock: it is made on the client's context, and we come back.
+	 */
+	if (r->garbage_found > 0 && !r->armed) {
+		r->armed = 1;
+		atomic_store(&r->intercepting, 0);
+		if (intercept_arm(r, control_region_armed, NULL) == 1)
+			return;
+	}
 	r->waiter = NULL;
-	if (region_start(r) == -1) {
-		log_warnx("region %llu: cannot watch its uffd: let go",
-		    (unsigned long long)id);
+	if ((armfail = r->arm_failed) || region_start(r) == -1) {
+		log_warnx("region %llu: %s: let go", (unsigned long long)id,
+		    armfail ? "cannot have its faults (UFFDIO_REGISTER)" :
+		    "cannot watch its uffd");
 		region_destroy(r);
 		if (c == NULL) {
 			control_orphan_check(owner);
 			return;
 		}
 		atomic_fetch_add(&stats.requests_rejected, 1);
-		if (control_reply(c, seq, -ENOMEM, 0, "cannot watch the "
-		    "uffd") == -1)
+		if (control_reply(c, seq, armfail ? -EFAULT : -ENOMEM, 0,
+		    armfail ? "cannot trap the region's faults on its uffd "
+		    "(UFFDIO_REGISTER failed)" : "cannot watch the uffd") == -1)
 			c->broken = 1;
 		control_resume(c);
 		return;

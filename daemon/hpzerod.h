@@ -166,6 +166,8 @@ struct region {
 	struct cctx_job		 ctx_end;	/* the teardown */
 	int			 switching;	/* ctx_switch in flight */
 	int			 switch_error;
+	int			 armed;		/* registered for its garbage */
+	int			 arm_failed;
 	/* Called once ctx_switch is done (a register's answer waits). */
 	void			(*switched_cb)(struct region *);
 	uint64_t		 answer_cid;

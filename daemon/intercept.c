@@ -53,7 +53,20 @@
 static int	intercept_policy = INTERCEPT_AUTO;
 static int	intercept_aside_policy = ASIDE_AUTO;
 
-/* [policy] in hpzerod.conf (main thread; SIGHUP too). */
+/* A region's faults are ours again after a SIGHUP (its context did it). */
+static void
+intercept_configured(struct region *r, int error, void *arg)
+{
+	(void)r;
+	(void)error;	/* intercept_arm_done said it */
+	(void)arg;
+}
+
+/*
+ * [policy] in hpzerod.conf (main thread; SIGHUP too).  intercept = always:
+ * every region's faults come back to us, each registered on its client's
+ * context (UFFDIO_REGISTER takes the client's mmap_lock).
+ */
 void
 intercept_configure(const struct conf *c)
 {
@@ -62,10 +75,10 @@ intercept_configure(const struct conf *c)
 	intercept_policy = c->intercept;
 	intercept_aside_policy = c->step_aside;
 	TAILQ_FOREACH(r, &region_all, all) {
-		if (intercept_policy == INTERCEPT_ALWAYS)
-			(void)intercept_on(r);
-		else
+		if (intercept_policy != INTERCEPT_ALWAYS)
 			intercept_check(r);
+		else if (r->started && !r->arming && !r->ending)
+			(void)intercept_arm(r, intercept_configured, NULL);
 	}
 }
 

@@ -546,7 +546,7 @@ region_start(struct region *r)
 	 * None: the kernel serves them (intercept.c).
 	 */
 	if (r->garbage_found > 0) {
-		atomic_store(&r->intercepting, 0);
+		/* Armed on its context already (control_region_ready). */
 		if (intercept_on(r) != 0)
 			return (-1);
 	} else

@@ -1683,3 +1683,87 @@ Test(control, region_moved_while_its_reset_is_pending, .timeout = 180)
 	close(shm.fd);
 	munmap(shm.addr, shm.len);
 }
+
+/* ---- a discard register while the client holds its mmap_lock ------------ */
+
+/*
+ * The client's own uffd registration made (by hand, as libhpz would), then
+ * its mmap_lock held for reading for seconds (a long populate), then a
+ * register of the range with HPZ_DISCARD: all of it garbage, so the
+ * daemon must trap its faults first (UFFDIO_REGISTER, which needs that
+ * lock for writing).  The answer waits for the populate; only this client
+ * waits with it.
+ */
+static void
+ctl_attack_discard_locked(int wfd)
+{
+	struct hpz_msg_register	 reg;
+	struct hpz_msg		 m;
+	struct ctl_populate	 p;
+	struct ctl_verdict	 v;
+	struct ctl_shm		 shm;
+	pthread_t		 t;
+	double			 t0;
+	char			*buf;
+	int			 sock, fds[3];
+
+	ctl_shm_make(&shm, 64 * 4096);
+	/* Written through the file: the mapping faults on our own uffd. */
+	if ((buf = malloc(shm.len)) == NULL)
+		_exit(6);
+	memset(buf, 0x5a, shm.len);
+	if (pwrite(shm.fd, buf, shm.len, 0) != (ssize_t)shm.len)
+		_exit(6);
+	free(buf);
+	fds[0] = shm.uffd;
+	fds[1] = shm.fd;
+	fds[2] = itest_state_memfd(64);
+	sock = itest_raw_connect();
+	memset(&p, 0, sizeof(p));
+	p.addr = mmap(NULL, CTL_POPULATE_LEN, PROT_READ,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p.addr == MAP_FAILED ||
+	    pthread_create(&t, NULL, ctl_populate, &p) != 0)
+		_exit(7);
+	usleep(100 * 1000);	/* the populate is in, the lock held */
+	(void)write(wfd, "r", 1);
+	ctl_reg_msg(&reg, &shm, 1);
+	reg.flags = HPZ_DISCARD;
+	t0 = itest_now_us();
+	memset(&v, 0, sizeof(v));
+	if (proto_send(sock, &reg, sizeof(reg), fds, 3) != sizeof(reg) ||
+	    ctl_attacker_reply(sock, &m) != 0) {
+		v.error = -EIO;
+		snprintf(v.text, sizeof(v.text), "no answer to the register");
+	} else {
+		v.error = m.u.reply.error;
+		snprintf(v.text, sizeof(v.text), "answered after %.0f ms "
+		    "(%.120s)", (itest_now_us() - t0) / 1e3, m.u.reply.text);
+	}
+	pthread_join(t, NULL);
+	v.replies = 1;
+	(void)write(wfd, &v, sizeof(v));
+	pause();
+}
+
+Test(control, discard_register_under_the_clients_mmap_lock, .timeout = 180)
+{
+	const char		*name = "discard register under its mmap_lock";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd, got;
+
+	ctl_daemon_same();
+	attacker = ctl_attacker_start(ctl_attack_discard_locked, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, &v, 120 * 1000);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_same();
+	cr_assert(got, "%s: the attacker's register did not end", name);
+	cr_assert_eq(v.error, 0, "%s: the attacker's register: %d (%s)", name,
+	    v.error, v.text);
+	printf("%s: the attacker's register %s\n", name, v.text);
+	fflush(stdout);
+}
