@@ -164,6 +164,8 @@ struct region {
 	struct cctx_job		 ctx_switch;	/* faults to the kernel */
 	struct cctx_job		 ctx_arm;	/* faults to us again */
 	struct cctx_job		 ctx_end;	/* the teardown */
+	struct cctx_job		 ctx_aside;	/* a step aside's punches */
+	int			 aside_queued;	/* ctx_aside in flight */
 	int			 switching;	/* ctx_switch in flight */
 	int			 switch_error;
 	int			 armed;		/* registered for its garbage */
@@ -187,6 +189,7 @@ TAILQ_HEAD(regions, region);
 /* r->aside: where a region stands in stepping aside from its garbage. */
 enum {
 	ASIDE_NONE,		/* serving its garbage faults */
+	ASIDE_WANTED,		/* a worker decided: the loop queues the drop */
 	ASIDE_DROPPING,		/* dropping garbage for the kernel to zero */
 	ASIDE_REFUSED,		/* the file would not punch: ours to clear */
 };
@@ -521,7 +524,8 @@ int		 intercept_on(struct region *);
 void		 intercept_check(struct region *);
 int		 intercept_arm(struct region *,
 		    void (*)(struct region *, int, void *), void *);
-void		 intercept_fault(struct region *, struct resolve_waiters *);
+void		 intercept_fault(struct region *);
+void		 intercept_aside_start(struct region *);
 
 /*
  * conf.c: the settings, from one table: the command line's values, the

@@ -360,25 +360,52 @@ intercept_keep(struct region *r)
 
 /*
  * A fault on a garbage page (a worker): step aside if we cannot keep up.
- * The region's garbage nobody holds is dropped here; what others hold is
- * theirs to finish.  Faults that waited for pages we held go to woken.
+ * The decision is made here; the punches are not: a punch takes the
+ * file's inode lock, which its client can hold without end (a write into
+ * the file from a buffer it never lets fault in), and a worker is every
+ * client's.  The loop queues them on the client's context
+ * (intercept_aside_start); this fault, and those that come meanwhile, are
+ * served as before.
  */
 void
-intercept_fault(struct region *r, struct resolve_waiters *woken)
+intercept_fault(struct region *r)
 {
-	uint64_t	dropped, held = 0, before;
-	int		resets_done = 0, error, expect;
+	int	expect;
 
 	if (atomic_load(&r->aside) != ASIDE_NONE ||
 	    !atomic_load(&r->intercepting) || intercept_keep(r))
 		return;
 	expect = ASIDE_NONE;
 	if (!atomic_compare_exchange_strong(&r->aside, &expect,
-	    ASIDE_DROPPING))
+	    ASIDE_WANTED))
 		return;
+	uffd_kick();
+}
+
+/*
+ * The region's garbage nobody holds is dropped, on its client's context;
+ * what others hold is theirs to finish.  Faults that waited for pages the
+ * drop held go back to the workers at once: region_drain counts them.
+ */
+static void
+intercept_aside_work(struct cctx_job *j)
+{
+	struct resolve_waiters	 woken = TAILQ_HEAD_INITIALIZER(woken);
+	struct resolve_waiter	*pw;
+	struct region		*r = j->arg;
+	struct work		*w;
+	uint64_t		 dropped, held = 0, before;
+	int			 resets_done = 0, error;
+
 	before = resolve_garbage(&r->rt);
 	error = resolve_drop(&r->rt, 0, r->npages, INTERCEPT_DROP_RUN,
-	    intercept_punch, r, woken, &resets_done, &dropped, &held);
+	    intercept_punch, r, &woken, &resets_done, &dropped, &held);
+	while ((pw = TAILQ_FIRST(&woken)) != NULL) {
+		TAILQ_REMOVE(&woken, pw, entry);
+		w = (struct work *)(void *)((char *)pw -
+		    offsetof(struct work, park));
+		worker_submit(w, -1, r->node);
+	}
 	atomic_fetch_add(&stats.steps_aside, 1);
 	atomic_fetch_add(&stats.pages_aside, dropped);
 	atomic_fetch_add(&stats.pages_punched, dropped);
@@ -396,7 +423,33 @@ intercept_fault(struct region *r, struct resolve_waiters *woken)
 		atomic_store(&r->aside, ASIDE_NONE);
 		scrub_add(r, 0);
 	}
-	/* The loop leaves the faults to the kernel once none is left. */
+	/* A reset that waited for the pages the drop held: the loop answers. */
 	(void)resets_done;
 	uffd_kick();
+}
+
+static void
+intercept_aside_done(struct cctx_job *j)
+{
+	struct region	*r = j->arg;
+
+	r->aside_queued = 0;
+	/* A new epoch of garbage may have asked again meanwhile. */
+	intercept_aside_start(r);
+}
+
+/* A worker decided the region steps aside: its punches (main thread). */
+void
+intercept_aside_start(struct region *r)
+{
+	int	expect = ASIDE_WANTED;
+
+	if (r->aside_queued || r->ending || atomic_load(&r->gone) ||
+	    !atomic_compare_exchange_strong(&r->aside, &expect,
+	    ASIDE_DROPPING))
+		return;
+	r->aside_queued = 1;
+	(void)cctx_submit(r->ctx, &r->ctx_aside, intercept_aside_work,
+	    intercept_aside_done, r, "a punch of its garbage (a step "
+	    "aside)");
 }

@@ -116,7 +116,8 @@ scrub_wants_scan(const struct region *r)
 	if (r->flags & HPZ_AHEAD_EAGER)
 		return (1);
 	/* Stepping aside: the kernel zeroes its garbage, not us. */
-	if (atomic_load(&r->aside) == ASIDE_DROPPING)
+	if (atomic_load(&r->aside) == ASIDE_WANTED ||
+	    atomic_load(&r->aside) == ASIDE_DROPPING)
 		return (0);
 	return (scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0);
 }
@@ -468,6 +469,7 @@ scrub_chunk(struct region *r, enum scrub_kind kind, uint64_t lo, uint64_t n,
 	x.premap = (r->flags & HPZ_NO_PREMAP) == 0;
 	x.eager = (r->flags & HPZ_AHEAD_EAGER) != 0;
 	scrub = scrub_enabled && (r->flags & HPZ_NO_SCRUB) == 0 &&
+	    atomic_load(&r->aside) != ASIDE_WANTED &&
 	    atomic_load(&r->aside) != ASIDE_DROPPING;
 	if (kind == SCRUB_AHEAD || x.eager) {
 		/*

@@ -719,6 +719,8 @@ uffd_main_region(struct region *r)
 	/* Resets whose reply waited for pages our threads held. */
 	if (!TAILQ_EMPTY(&r->resets))
 		region_reset_work(r);
+	/* A step aside decided by a worker: its punches, on the context. */
+	intercept_aside_start(r);
 	/* Garbage gone: its faults go to the kernel from now on. */
 	if (!atomic_load(&r->gone))
 		intercept_check(r);
@@ -1343,24 +1345,16 @@ uffd_finish(struct uffd_batch *b)
 
 /*
  * A garbage fault on a region that cannot keep up: step aside
- * (intercept.c).  Faults that waited for the pages it dropped are ours to
- * queue again; the one in hand goes on as it was (its page is claimed,
- * and clearing it costs less than allocating it again).
+ * (intercept.c decides; its punches are made on the client's context).
+ * The fault in hand goes on as it was (its page is claimed, and clearing
+ * it costs less than allocating it again).
  */
 static void
 uffd_aside(struct uffd_batch *b)
 {
-	struct resolve_waiters	 woken = TAILQ_HEAD_INITIALIZER(woken);
-	struct resolve_waiter	*pw;
-
 	if (b->rs.action != ACTION_CLEAR || b->f != NULL)
 		return;
-	intercept_fault(b->r, &woken);
-	while ((pw = TAILQ_FIRST(&woken)) != NULL) {
-		TAILQ_REMOVE(&woken, pw, entry);
-		worker_push(b->self, (struct work *)(void *)((char *)pw -
-		    offsetof(struct work, park)));
-	}
+	intercept_fault(b->r);
 }
 
 /*

@@ -1767,3 +1767,150 @@ Test(control, discard_register_under_the_clients_mmap_lock, .timeout = 180)
 	printf("%s: the attacker's register %s\n", name, v.text);
 	fflush(stdout);
 }
+
+/* ---- a step aside's punch while the client holds its inode lock --------- */
+
+struct ctl_toucher {
+	struct hpz_region	*r;
+	atomic_int		 done;
+	size_t			 nonzero;
+};
+
+/* Reads the whole region: its garbage faults, served or not. */
+static void *
+ctl_touch(void *arg)
+{
+	struct ctl_toucher	*t = arg;
+	size_t			 first;
+
+	t->nonzero = itest_count_nonzero(t->r->addr, t->r->len, &first);
+	atomic_store(&t->done, 1);
+	return (NULL);
+}
+
+/*
+ * A shmem region of its own, HPZ_NO_SCRUB, written and reset (all of it
+ * garbage), then its memfd's inode lock held (ctl_hold_write) and the
+ * region read: under step_aside = always the first garbage fault makes
+ * the region step aside, and its punch needs that lock.  The verdict: the
+ * region read back, once the holder lets go (CTL_HOLD_MS).
+ */
+static void
+ctl_attack_aside_inode_lock(int wfd)
+{
+	struct uffdio_api	 api = { .api = UFFD_API };
+	struct uffdio_register	 reg;
+	struct ctl_toucher	 tt;
+	struct ctl_verdict	 v;
+	struct hpz_region	 r;
+	struct ctl_hold		 h;
+	pthread_t		 tw, tr, tc;
+	size_t			 first;
+
+	if (hpz_region_create(&r, 16ULL << 20, HPZ_PAGE_SHMEM) != 0)
+		_exit(5);
+	r.flags = HPZ_NO_SCRUB;
+	if (hpz_register(&r) != 0)
+		_exit(6);
+	memset(r.addr, 0x5a, r.len);
+	if (hpz_reset(&r) != 0)
+		_exit(6);
+	h.fd = r.fd;
+	h.buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	h.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (h.buf == MAP_FAILED || h.uffd < 0 ||
+	    ioctl(h.uffd, UFFDIO_API, &api) == -1)
+		_exit(7);
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)h.buf;
+	reg.range.len = 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(h.uffd, UFFDIO_REGISTER, &reg) == -1)
+		_exit(8);
+	if (pthread_create(&tw, NULL, ctl_hold_write, &h) != 0 ||
+	    pthread_create(&tr, NULL, ctl_hold_release, &h) != 0)
+		_exit(9);
+	usleep(200 * 1000);	/* the write is in, the lock held */
+	memset(&tt, 0, sizeof(tt));
+	tt.r = &r;
+	if (pthread_create(&tc, NULL, ctl_touch, &tt) != 0)
+		_exit(9);
+	usleep(100 * 1000);	/* the first fault is in */
+	(void)write(wfd, "r", 1);
+	pthread_join(tc, NULL);
+	pthread_join(tw, NULL);
+	memset(&v, 0, sizeof(v));
+	v.replies = 1;
+	/* The write of 4096 bytes came in last, over page 0. */
+	tt.nonzero = itest_count_nonzero((char *)r.addr + 4096, r.len - 4096,
+	    &first);
+	v.error = tt.nonzero == 0 ? 0 : -EIO;
+	snprintf(v.text, sizeof(v.text), "read back: %zu bytes not zero "
+	    "after page 0", tt.nonzero);
+	(void)write(wfd, &v, sizeof(v));
+	pause();
+}
+
+/*
+ * A worker decides a region steps aside (step_aside = always here), but
+ * the punch of its garbage takes the file's inode lock, which the client
+ * holds: the punch is made on the client's context (on main before this,
+ * a worker sat in the punch, and every client whose faults hash to it
+ * waited).  The honest client's rounds go on, status shows the holder's
+ * stuck context, and its region reads zero once it lets go.
+ */
+#if HPZ_PROTOCOL_VERSION >= 7
+Test(control, step_aside_punch_under_the_clients_inode_lock, .timeout = 120)
+{
+	const char		*name = "step-aside punch under its inode lock";
+	struct ctl_figures	 fg;
+	struct ctl_daemon	 d;
+	struct ctl_verdict	 v;
+	struct hpz_status	 st;
+	char			*old = getenv("HPZ_SOCKET");
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd, got;
+
+	cr_assert_not_null(old = old != NULL ? strdup(old) : NULL);
+	memset(&d, 0, sizeof(d));
+	strcpy(d.dir, "/tmp/hpz-aside.XXXXXX");
+	cr_assert_not_null(mkdtemp(d.dir));
+	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
+	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
+	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
+	ctl_conf_write(d.conf, "[policy]\nstep_aside = always\n");
+	setenv("HPZ_SOCKET", d.sock, 1);
+	ctl_daemon_start(&d);
+	attacker = ctl_attacker_start(ctl_attack_aside_inode_lock, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	printf("%s: status: %llu contexts, %llu stuck, the longest pid %lld "
+	    "for %llu ms in %s; %llu steps aside\n", name, st.contexts,
+	    st.contexts_stuck, (long long)st.context_stuck_pid,
+	    st.context_stuck_ms, st.context_stuck_what,
+	    (unsigned long long)st.steps_aside);
+	fflush(stdout);
+	cr_expect_eq((pid_t)st.context_stuck_pid, attacker, "%s: the stuck "
+	    "context shown is pid %lld, not the attacker's %d", name,
+	    (long long)st.context_stuck_pid, (int)attacker);
+	got = ctl_attacker_verdict(arfd, &v, CTL_HOLD_MS + 10000);
+	ctl_attacker_stop(attacker, arfd);
+	cr_expect_eq(kill(d.pid, 0), 0, "%s: the daemon died", name);
+	ctl_daemon_kill(&d, SIGTERM);
+	setenv("HPZ_SOCKET", old, 1);
+	free(old);
+	unlink(d.conf);
+	unlink(d.log);
+	unlink(d.sock);
+	rmdir(d.dir);
+	cr_assert(got, "%s: the attacker's read did not end after it let go",
+	    name);
+	cr_assert_eq(v.error, 0, "%s: the attacker's region: %s", name,
+	    v.text);
+	printf("%s: the attacker's region, once it let go: %s\n", name,
+	    v.text);
+	fflush(stdout);
+}
+#endif
