@@ -27,6 +27,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "hpzerod.h"
+#include "cctx.h"
 
 static const char	fdstore_kinds[FDSTORE_KINDS] = { 'u', 'f', 's', 'p' };
 static int		fdstore_on;
@@ -159,7 +160,8 @@ struct fdstore_rel {
 	uint64_t	offset;
 	uint64_t	addr;
 	uint64_t	len;
-	struct prep_job	job;		/* the walk, on the prep thread */
+	struct cctx	*ctx;		/* its uid's released regions' */
+	struct cctx_job	job;		/* the punches, on that context */
 };
 
 /*
@@ -221,15 +223,17 @@ fdstore_check_state(int sfd, int fd, struct fdstore_rel *rel, char *why,
 }
 
 /*
- * On the prep thread: under the server lock (never waited for: a live
+ * On the context of the uid that owns the state (not the prep thread,
+ * which others need: a punch takes the file's inode lock, and whoever
+ * still holds the file can hold that lock): under the server lock (never waited for: a live
  * holder serves the region itself), resolve what we left busy and drop
  * every garbage page from the file, going by the state's data extents, so
  * that no one can read the garbage; with none left, unregister the range.
  */
 static void
-fdstore_release_work(struct prep_job *j)
+fdstore_release_work(struct cctx_job *j)
 {
-	struct fdstore_rel	*rel = prep_arg(j);
+	struct fdstore_rel	*rel = j->arg;
 	_Atomic uint8_t		*st;
 	void			*map;
 	size_t			 maplen = HPZ_STATE_SIZE(rel->npages);
@@ -279,11 +283,12 @@ fdstore_release_work(struct prep_job *j)
 
 /* Back on the main thread: the client's fds go to the reaper. */
 static void
-fdstore_release_done(struct prep_job *j)
+fdstore_release_done(struct cctx_job *j)
 {
-	struct fdstore_rel	*rel = prep_arg(j);
+	struct fdstore_rel	*rel = j->arg;
 
 	fdstore_close(rel->fds);
+	cctx_put(rel->ctx);
 	free(rel);
 }
 
@@ -299,6 +304,7 @@ static void
 fdstore_release(uint64_t id, int *fds, const char *why)
 {
 	struct fdstore_rel	*rel;
+	struct stat		 sb;
 	char			 bad[HPZ_REPLY_TEXT];
 	int			 i;
 
@@ -328,7 +334,16 @@ fdstore_release(uint64_t id, int *fds, const char *why)
 	}
 	log_warnx("stored region %llu: not taken back: %s; its garbage "
 	    "pages are dropped", (unsigned long long)id, why);
-	prep_job(&rel->job, fdstore_release_work, fdstore_release_done, rel);
+	/*
+	 * Its client may be gone: the context is its uid's (pid 0 in the
+	 * log and status), the owner of its state memfd.  No context (out
+	 * of memory): the punches run here, as cctx_submit does without.
+	 */
+	rel->ctx = fstat(rel->fds[2], &sb) == 0 ? cctx_get(0, sb.st_uid) :
+	    NULL;
+	(void)cctx_submit(rel->ctx, &rel->job, fdstore_release_work,
+	    fdstore_release_done, rel, "the punch of a stored region's "
+	    "garbage (its client did not take it back)");
 }
 
 /* Close a stored region's fds, on the reaper: the client chose them. */
