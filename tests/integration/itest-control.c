@@ -1914,3 +1914,57 @@ Test(control, step_aside_punch_under_the_clients_inode_lock, .timeout = 120)
 	fflush(stdout);
 }
 #endif
+
+/* ---- a teardown whose punch the file refuses ----------------------------- */
+
+/*
+ * A sparse 1 GiB shmem region with 64 KiB of data, registered HPZ_DISCARD |
+ * HPZ_NO_SCRUB (every page garbage), then sealed F_SEAL_FUTURE_WRITE (a
+ * punch fails with EPERM, our mapping from before the seal still writes)
+ * and unregistered.  The garbage stays in the file as it is, the client's
+ * own bytes, until its last fd closes: nothing is written over it and no
+ * hole is allocated (on d1e12d7 the loop wrote zeros over every garbage
+ * page, O(pages), allocating them all in the daemon's name).
+ */
+Test(control, sealed_file_teardown_writes_nothing, .timeout = 120)
+{
+	struct hpz_region	 r;
+	struct stat		 before, after;
+	size_t			 len = 1ULL << 30, data = 64 << 10, first;
+	void			*p;
+	int			 fd, error;
+
+	ctl_daemon_same();
+	fd = memfd_create("itest-sealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	cr_assert_geq(fd, 0, "memfd_create: %s", strerror(errno));
+	cr_assert_eq(ftruncate(fd, (off_t)len), 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+	    fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	memset(p, 0x3c, data);
+	memset(&r, 0, sizeof(r));
+	r.addr = p;
+	r.len = len;
+	r.fd = fd;
+	r.flags = HPZ_DISCARD | HPZ_NO_SCRUB;
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0,
+	    "F_SEAL_FUTURE_WRITE: %s", strerror(errno));
+	cr_assert_eq(fstat(fd, &before), 0);
+	error = hpz_unregister(&r);
+	cr_assert_eq(fstat(fd, &after), 0);
+	printf("sealed teardown: unregister %d; the file's blocks %lld before, "
+	    "%lld after (%zu bytes of data)\n", error,
+	    (long long)before.st_blocks, (long long)after.st_blocks, data);
+	fflush(stdout);
+	cr_expect_eq(error, 0, "unregister: %s", hpz_last_error());
+	cr_expect_eq(after.st_blocks, before.st_blocks, "the teardown "
+	    "allocated %lld blocks of the sealed file",
+	    (long long)(after.st_blocks - before.st_blocks));
+	/* The client's own bytes, as it left them: nothing written over. */
+	cr_expect_eq(itest_count_not(p, data, 0x3c, &first), 0, "the data "
+	    "was written over from byte %zu", first);
+	munmap(p, len);
+	close(fd);
+	ctl_daemon_same();
+}
