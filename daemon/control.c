@@ -1242,6 +1242,24 @@ control_accept_pause(int error)
 	evtimer_add(control_accept_timer, &tv);
 }
 
+/*
+ * A connection refused as it is accepted: one reply says why (sequence 0,
+ * before any request: libhpz reports it instead of waiting for a daemon
+ * that is there), then the reaper closes it (requests with fds may already
+ * be queued in it; closing it releases them).
+ */
+static void
+control_accept_refuse(int fd, int error, const char *why)
+{
+	struct hpz_msg_reply	rep;
+
+	proto_init(&rep, HPZ_MSG_REPLY, sizeof(rep), 0);
+	rep.error = error;
+	snprintf(rep.text, sizeof(rep.text), "%s", why);
+	(void)proto_send(fd, &rep, sizeof(rep), NULL, 0);
+	reap_close_conn(fd);
+}
+
 static void
 control_accept_cb(int lfd, short events, void *arg)
 {
@@ -1278,10 +1296,12 @@ control_accept_cb(int lfd, short events, void *arg)
 	if (control_count >= HPZD_CLIENTS_MAX) {
 		log_warnx("pid %d uid %u: too many clients, refused",
 		    (int)cred.pid, (unsigned)cred.uid);
-		reap_close_conn(fd);
+		control_accept_refuse(fd, -EUSERS, "too many connections to "
+		    "hpzerod, from all uids");
 		return;
 	}
 	if (control_uid_clients > 0) {
+		char		why[HPZ_REPLY_TEXT];
 		int		nc, nr;
 		uint64_t	nb, ns;
 
@@ -1290,7 +1310,10 @@ control_accept_cb(int lfd, short events, void *arg)
 			log_warnx("pid %d uid %u: uid has %d connections, the "
 			    "most allowed ([limits] clients in hpzerod.conf); "
 			    "refused", (int)cred.pid, (unsigned)cred.uid, nc);
-			reap_close_conn(fd);
+			snprintf(why, sizeof(why), "uid %u has %d connections "
+			    "to hpzerod, the most allowed ([limits] clients in "
+			    "hpzerod.conf)", (unsigned)cred.uid, nc);
+			control_accept_refuse(fd, -EDQUOT, why);
 			return;
 		}
 	}

@@ -43,7 +43,9 @@ pthread_mutex_t		 lib_lock = PTHREAD_MUTEX_INITIALIZER;
 struct lib_region	*lib_regions;
 static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
 static int		 lib_sock = -1;
-static uint32_t		 lib_seq;
+static uint32_t		 lib_seq;		/* never 0: a refusal's */
+static int		 lib_refused;		/* the last call's connection
+						   was refused at accept */
 static __thread char	 lib_error[HPZ_REPLY_TEXT + 64];
 
 /* Record this thread's reason for a failure; returns error. */
@@ -261,6 +263,19 @@ lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
 		error = n == 0 ? -ECONNRESET : -errno;
 		return (lib_fail(error, "hpzerod closed the connection"));
 	}
+	/*
+	 * Sequence 0, before any answer: the daemon refused the connection
+	 * as it accepted it (a limit), and closes it.  Not a daemon that went
+	 * away: the caller gets the reason, at once.
+	 */
+	if (proto_validate(reply, why, sizeof(why)) == 0 &&
+	    reply->u.hdr.seq == 0 && reply->u.hdr.type == HPZ_MSG_REPLY &&
+	    reply->u.reply.error < 0) {
+		lib_refused = 1;
+		return (lib_fail(reply->u.reply.error, "hpzerod refused the "
+		    "connection: %.*s", (int)sizeof(reply->u.reply.text),
+		    reply->u.reply.text));
+	}
 	if (proto_validate(reply, why, sizeof(why)) != 0 ||
 	    reply->u.hdr.seq != hdr->seq ||
 	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
@@ -284,7 +299,9 @@ lib_call(void *req, size_t len, const int *fds, int nfds,
 
 	if ((error = lib_connect()) != 0)
 		return (error);
-	hdr->seq = ++lib_seq;
+	if (++lib_seq == 0)
+		lib_seq = 1;
+	hdr->seq = lib_seq;
 	if ((error = lib_exchange(lib_sock, req, len, fds, nfds, reply, want,
 	    LIB_REPLY_TIMEOUT_MS)) != 0) {
 		lib_disconnect();
@@ -320,6 +337,11 @@ lib_request(void *req, size_t len, const int *fds, int nfds,
 static int
 lib_request_retry(uint64_t deadline)
 {
+	/* Refused by a daemon that is there: no waiting for another. */
+	if (lib_refused) {
+		lib_refused = 0;
+		return (0);
+	}
 	if (lib_guard_mode() == LIB_CONNECTED)
 		return (0);
 	return (lib_guard_wait(deadline));

@@ -1968,3 +1968,63 @@ Test(control, sealed_file_teardown_writes_nothing, .timeout = 120)
 	close(fd);
 	ctl_daemon_same();
 }
+
+/* ---- a connection refused as it is accepted ------------------------------ */
+
+/*
+ * A uid at its [limits] clients (1 here, its own daemon): its next
+ * process's register is refused with EDQUOT and a reason that names the
+ * setting, not taken for a daemon that went away (before, libhpz got the
+ * connection closed, waited for a daemon to come back and said "hpzerod
+ * closed the connection").
+ */
+Test(control, connection_over_the_uid_limit_is_told_why, .timeout = 120)
+{
+	struct ctl_daemon	d;
+	struct hpz_region	r;
+	pid_t			holder;
+	int			p[2], error;
+	char			c;
+
+	memset(&d, 0, sizeof(d));
+	strcpy(d.dir, "/tmp/hpz-conns.XXXXXX");
+	cr_assert_not_null(mkdtemp(d.dir));
+	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
+	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
+	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
+	ctl_conf_write(d.conf, "[limits]\nclients = 1\n");
+	setenv("HPZ_SOCKET", d.sock, 1);
+	ctl_daemon_start(&d);
+	cr_assert_eq(pipe(p), 0);
+	holder = fork();
+	cr_assert_geq(holder, 0);
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (hpz_region_create(&r, 16 * 4096, HPZ_PAGE_SHMEM) != 0 ||
+		    hpz_register(&r) != 0)
+			_exit(2);
+		(void)write(p[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &c, 1), 1, "the holder did not register");
+	cr_assert_eq(hpz_region_create(&r, 16 * 4096, HPZ_PAGE_SHMEM), 0);
+	error = hpz_register(&r);
+	printf("over the uid's connections: register %d (%s)\n", error,
+	    hpz_last_error());
+	fflush(stdout);
+	cr_expect_eq(error, -EDQUOT, "register over [limits] clients: %d (%s)",
+	    error, hpz_last_error());
+	cr_expect_not_null(strstr(hpz_last_error(), "[limits] clients"),
+	    "the reason does not name the setting: %s", hpz_last_error());
+	hpz_region_destroy(&r);
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	close(p[0]);
+	ctl_daemon_kill(&d, SIGTERM);
+	unlink(d.conf);
+	unlink(d.log);
+	unlink(d.sock);
+	rmdir(d.dir);
+}
