@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 
 #include "itest.h"
+#include "hpz-protocol.h"
 
 struct sd {
 	char	dir[64];
@@ -375,6 +376,7 @@ Test(daemon, per_uid_limits)
 {
 	struct conf_daemon	 d;
 	struct hpz_region	 a, b;
+	struct hpz_msg		 m;
 	int			 error, s1, s2, s3;
 	char			 c;
 
@@ -387,10 +389,22 @@ Test(daemon, per_uid_limits)
 	cr_assert_eq(error, -EDQUOT, "second region: %d (%s)", error,
 	    hpz_last_error());
 	cr_assert_not_null(strstr(hpz_last_error(), "limit"));
-	/* Our library's connection plus two more: the third is closed. */
+	/*
+	 * Our library's connection plus two more: the third is told why
+	 * (one reply, sequence 0, before any request), then closed.
+	 */
 	s1 = itest_raw_connect();
 	s2 = itest_raw_connect();
 	s3 = itest_raw_connect();
+	cr_assert_eq(poll(&(struct pollfd){ .fd = s3, .events = POLLIN }, 1,
+	    10000 * itest_wait_scale()), 1, "a connection over the limit: no "
+	    "word in 10 s");
+	cr_assert_gt(proto_recv(s3, &m), 0, "a connection over the limit was "
+	    "closed without a word");
+	cr_assert_eq(m.u.hdr.type, HPZ_MSG_REPLY);
+	cr_assert_eq(m.u.hdr.seq, 0);
+	cr_assert_eq(m.u.reply.error, -EDQUOT, "%d (%.*s)", m.u.reply.error,
+	    (int)sizeof(m.u.reply.text), m.u.reply.text);
 	cr_assert_eq(recv(s3, &c, 1, 0), 0, "a connection over the limit "
 	    "was kept");
 	close(s1);
