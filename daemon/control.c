@@ -492,7 +492,8 @@ control_await(struct client *c, struct region *r, uint32_t seq,
 	r->waiter = c;
 	r->waiter_seq = seq;
 	r->waiter_text = text;
-	if (r->prep != NULL) {
+	/* Prepared, its faults being trapped: control_region_armed wakes us. */
+	if (r->prep != NULL || r->arming) {
 		control_pause(c);	/* already preparing: it wakes us */
 		return (0);
 	}
@@ -527,10 +528,12 @@ control_register(struct client *c, struct hpz_msg *m)
 		/*
 		 * A reset in flight answers the connection that sent it, which
 		 * may be gone by the time it completes: the region moves only
-		 * once its resets are answered.
+		 * once its resets are answered.  (The arm of a region taken
+		 * back with garbage, before it serves, answers whoever waits
+		 * then: r->waiter, set by control_await.)
 		 */
 		if (r->client != c && (!TAILQ_EMPTY(&r->resets) ||
-		    r->arming))
+		    (r->arming && r->started)))
 			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
 			    "register", "that region has a reset in progress "
 			    "on another connection: register again once it "
