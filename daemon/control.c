@@ -293,9 +293,9 @@ control_retake(void)
 	control_stored_n = 0;
 }
 
-/* Send a reply; a client that cannot take it is dropped by the caller. */
+/* A reply on socket fd: 0, or -1 if it could not be sent. */
 static int
-control_reply(struct client *c, uint32_t seq, int error, uint64_t id,
+control_send_reply(int fd, uint32_t seq, int error, uint64_t id,
     const char *text)
 {
 	struct hpz_msg_reply	rep;
@@ -304,9 +304,17 @@ control_reply(struct client *c, uint32_t seq, int error, uint64_t id,
 	rep.error = error;
 	rep.region_id = id;
 	snprintf(rep.text, sizeof(rep.text), "%s", text != NULL ? text : "");
-	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
+	if (proto_send(fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
 		return (-1);
 	return (0);
+}
+
+/* Send a reply; a client that cannot take it is dropped by the caller. */
+static int
+control_reply(struct client *c, uint32_t seq, int error, uint64_t id,
+    const char *text)
+{
+	return (control_send_reply(c->fd, seq, error, id, text));
 }
 
 /* Say no to a request, in the log and to the client. */
@@ -1254,12 +1262,7 @@ control_accept_pause(int error)
 static void
 control_accept_refuse(int fd, int error, const char *why)
 {
-	struct hpz_msg_reply	rep;
-
-	proto_init(&rep, HPZ_MSG_REPLY, sizeof(rep), 0);
-	rep.error = error;
-	snprintf(rep.text, sizeof(rep.text), "%s", why);
-	(void)proto_send(fd, &rep, sizeof(rep), NULL, 0);
+	(void)control_send_reply(fd, 0, error, 0, why);
 	reap_close_conn(fd);
 }
 
