@@ -912,6 +912,32 @@ ctl_conf_write(const char *path, const char *text)
 	cr_assert_eq(fclose(f), 0);
 }
 
+/* A daemon of the test's own in a fresh directory, with settings conf. */
+static void
+ctl_daemon_own(struct ctl_daemon *d, const char *conf)
+{
+	memset(d, 0, sizeof(*d));
+	strcpy(d->dir, "/tmp/hpz-ctl.XXXXXX");
+	cr_assert_not_null(mkdtemp(d->dir));
+	snprintf(d->sock, sizeof(d->sock), "%s/hpzerod.sock", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/hpzerod.log", d->dir);
+	snprintf(d->conf, sizeof(d->conf), "%s/hpzerod.conf", d->dir);
+	ctl_conf_write(d->conf, conf);
+	setenv("HPZ_SOCKET", d->sock, 1);
+	ctl_daemon_start(d);
+}
+
+/* Stop it (SIGTERM) and remove its directory. */
+static void
+ctl_daemon_own_end(struct ctl_daemon *d)
+{
+	ctl_daemon_kill(d, SIGTERM);
+	unlink(d->conf);
+	unlink(d->log);
+	unlink(d->sock);
+	rmdir(d->dir);
+}
+
 /* [limits] region_pages and state_bytes, read again on SIGHUP. */
 Test(control, region_limits_reloaded_on_sighup, .timeout = 60)
 {
@@ -920,15 +946,7 @@ Test(control, region_limits_reloaded_on_sighup, .timeout = 60)
 	struct hpz_region	r;
 	int			error, i;
 
-	memset(&d, 0, sizeof(d));
-	strcpy(d.dir, "/tmp/hpz-lim.XXXXXX");
-	cr_assert_not_null(mkdtemp(d.dir));
-	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
-	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
-	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
-	ctl_conf_write(d.conf, "[limits]\nregion_pages = 16\n");
-	setenv("HPZ_SOCKET", d.sock, 1);
-	ctl_daemon_start(&d);
+	ctl_daemon_own(&d, "[limits]\nregion_pages = 16\n");
 	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
 	cr_assert_eq(st.limit_region_pages, 16);
 
@@ -967,11 +985,7 @@ Test(control, region_limits_reloaded_on_sighup, .timeout = 60)
 		hpz_region_destroy(&r2);
 	}
 	hpz_region_destroy(&r);
-	ctl_daemon_kill(&d, SIGTERM);
-	unlink(d.conf);
-	unlink(d.log);
-	unlink(d.sock);
-	rmdir(d.dir);
+	ctl_daemon_own_end(&d);
 }
 #endif
 
@@ -1536,15 +1550,7 @@ Test(control, uid_with_too_many_stuck_contexts_is_refused, .timeout = 120)
 	pid_t			attacker;
 	int			arfd, error, i, got;
 
-	memset(&d, 0, sizeof(d));
-	strcpy(d.dir, "/tmp/hpz-stuck.XXXXXX");
-	cr_assert_not_null(mkdtemp(d.dir));
-	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
-	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
-	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
-	ctl_conf_write(d.conf, "[limits]\nstuck_contexts = 1\n");
-	setenv("HPZ_SOCKET", d.sock, 1);
-	ctl_daemon_start(&d);
+	ctl_daemon_own(&d, "[limits]\nstuck_contexts = 1\n");
 	attacker = ctl_attacker_start(ctl_attack_inode_lock, &arfd);
 	for (i = 0; i < 100; i++) {
 		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
@@ -1577,11 +1583,7 @@ Test(control, uid_with_too_many_stuck_contexts_is_refused, .timeout = 120)
 	    error, hpz_last_error());
 	hpz_region_destroy(&r);
 	ctl_attacker_stop(attacker, arfd);
-	ctl_daemon_kill(&d, SIGTERM);
-	unlink(d.conf);
-	unlink(d.log);
-	unlink(d.sock);
-	rmdir(d.dir);
+	ctl_daemon_own_end(&d);
 }
 #endif
 
@@ -1868,20 +1870,10 @@ Test(control, step_aside_punch_under_the_clients_inode_lock, .timeout = 120)
 	struct ctl_daemon	 d;
 	struct ctl_verdict	 v;
 	struct hpz_status	 st;
-	char			*old = getenv("HPZ_SOCKET");
 	pid_t			 attacker, honest;
 	int			 arfd, hrfd, got;
 
-	cr_assert_not_null(old = old != NULL ? strdup(old) : NULL);
-	memset(&d, 0, sizeof(d));
-	strcpy(d.dir, "/tmp/hpz-aside.XXXXXX");
-	cr_assert_not_null(mkdtemp(d.dir));
-	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
-	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
-	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
-	ctl_conf_write(d.conf, "[policy]\nstep_aside = always\n");
-	setenv("HPZ_SOCKET", d.sock, 1);
-	ctl_daemon_start(&d);
+	ctl_daemon_own(&d, "[policy]\nstep_aside = always\n");
 	attacker = ctl_attacker_start(ctl_attack_aside_inode_lock, &arfd);
 	honest = ctl_honest_start(&hrfd);
 	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
@@ -1898,13 +1890,7 @@ Test(control, step_aside_punch_under_the_clients_inode_lock, .timeout = 120)
 	got = ctl_attacker_verdict(arfd, &v, CTL_HOLD_MS + 10000);
 	ctl_attacker_stop(attacker, arfd);
 	cr_expect_eq(kill(d.pid, 0), 0, "%s: the daemon died", name);
-	ctl_daemon_kill(&d, SIGTERM);
-	setenv("HPZ_SOCKET", old, 1);
-	free(old);
-	unlink(d.conf);
-	unlink(d.log);
-	unlink(d.sock);
-	rmdir(d.dir);
+	ctl_daemon_own_end(&d);
 	cr_assert(got, "%s: the attacker's read did not end after it let go",
 	    name);
 	cr_assert_eq(v.error, 0, "%s: the attacker's region: %s", name,
@@ -1986,15 +1972,7 @@ Test(control, connection_over_the_uid_limit_is_told_why, .timeout = 120)
 	int			p[2], error;
 	char			c;
 
-	memset(&d, 0, sizeof(d));
-	strcpy(d.dir, "/tmp/hpz-conns.XXXXXX");
-	cr_assert_not_null(mkdtemp(d.dir));
-	snprintf(d.sock, sizeof(d.sock), "%s/hpzerod.sock", d.dir);
-	snprintf(d.log, sizeof(d.log), "%s/hpzerod.log", d.dir);
-	snprintf(d.conf, sizeof(d.conf), "%s/hpzerod.conf", d.dir);
-	ctl_conf_write(d.conf, "[limits]\nclients = 1\n");
-	setenv("HPZ_SOCKET", d.sock, 1);
-	ctl_daemon_start(&d);
+	ctl_daemon_own(&d, "[limits]\nclients = 1\n");
 	cr_assert_eq(pipe(p), 0);
 	holder = fork();
 	cr_assert_geq(holder, 0);
@@ -2022,9 +2000,5 @@ Test(control, connection_over_the_uid_limit_is_told_why, .timeout = 120)
 	kill(holder, SIGKILL);
 	waitpid(holder, NULL, 0);
 	close(p[0]);
-	ctl_daemon_kill(&d, SIGTERM);
-	unlink(d.conf);
-	unlink(d.log);
-	unlink(d.sock);
-	rmdir(d.dir);
+	ctl_daemon_own_end(&d);
 }
