@@ -35,6 +35,36 @@ t = time.monotonic()
 os.posix_fallocate(fd, 0, n << 21)
 print("%.6f" % (time.monotonic() - t))' "$PAGES"
 }
+# Every core at once: NCPU processes, one pinned to each core, each
+# fallocating PAGES / NCPU pages from one start time; the machine's own
+# parallel zeroing rate (what fillers on every idle core could reach at
+# best), in s from the start to the last one's end.
+falloc_all() {
+	python3 -c '
+import os, sys, time
+n, c = int(sys.argv[1]), int(sys.argv[2])
+start = time.monotonic() + 0.2
+kids = []
+for i in range(c):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.sched_setaffinity(0, {i})
+        fd = os.memfd_create("f", os.MFD_HUGETLB | (21 << 26))
+        while time.monotonic() < start:
+            pass
+        os.posix_fallocate(fd, 0, (n // c) << 21)
+        os.write(w, b"%.9f" % time.monotonic())
+        os._exit(0)
+    os.close(w)
+    kids.append((pid, r))
+end = 0.0
+for pid, r in kids:
+    end = max(end, float(os.read(r, 64)))
+    os.waitpid(pid, 0)
+print("%.6f" % (end - start))' "$PAGES" "$(nproc)"
+}
 falloc >/dev/null	# warm: the VM backs the pages once
 cat >"$dir/on.conf" <<EOC
 [pool]
@@ -57,6 +87,7 @@ ncpu=$(nproc)
 echo "pool refill, $POOL_MB MiB of 2 MiB pages, $ncpu CPUs ($ncpu fillers), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
 	k=$(falloc)
+	a=$(falloc_all)
 	f0=$(ctr filled_pages) n0=$(ctr fill_ns)
 	cp "$dir/on.conf" "$dir/hpzerod.conf"
 	t0=$(date +%s.%N)
@@ -70,9 +101,21 @@ for r in $(seq "$ROUNDS"); do
 	cp "$dir/off.conf" "$dir/hpzerod.conf"
 	kill -HUP "$pid"
 	for i in $(seq 400); do [ "$(ctr ready_pages)" = 0 ] && break; sleep 0.01; done
-	awk -v k="$k" -v p="$PAGES" -v df=$((f1 - f0)) -v dn=$((n1 - n0)) \
+	awk -v k="$k" -v a="$a" -v p="$PAGES" -v df=$((f1 - f0)) -v dn=$((n1 - n0)) \
 	    -v w="$(echo "$t1 - $t0" | bc)" -v c="$ncpu" 'BEGIN {
 		kg = p * 2 / 1024 / k; pg = df * 2 / 1024 / (dn / 1e9)
-		printf "round %d: pool %.1f GB/s (wall %.1f GB/s incl. polling), one core fallocate %.1f GB/s, x %d = %.1f: %.2fx\n",
-		    '"$r"', pg * 1.073741824, p * 2 / 1024 / w * 1.073741824, kg * 1.073741824, c, kg * c * 1.073741824, pg / (kg * c) }'
+		ag = (p - p % c) * 2 / 1024 / a
+		printf "round %d: pool %.1f GB/s (wall %.1f GB/s incl. polling), one core fallocate %.1f GB/s, x %d = %.1f: %.2fx; %d cores fallocating at once %.1f GB/s: %.2fx of that\n",
+		    '"$r"', pg * 1.073741824, p * 2 / 1024 / w * 1.073741824, kg * 1.073741824, c, kg * c * 1.073741824, pg / (kg * c), c, ag * 1.073741824, pg / ag
+		printf "%.3f %.3f %.3f %.3f %.3f\n", pg * 1.073741824, kg * 1.073741824,
+		    ag * 1.073741824, pg / (kg * c), pg / ag >> "'"$dir/rounds"'" }'
 done
+# Medians and ranges of the rounds: one column at a time.
+col() {
+	cut -d' ' -f"$1" "$dir/rounds" | sort -g | awk '{ v[NR] = $1 }
+	    END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "%.2f (%.2f-%.2f)", m, v[1], v[NR] }'
+}
+echo "over $ROUNDS rounds, median (min-max): pool $(col 1) GB/s; one core" \
+    "fallocate $(col 2) GB/s; $ncpu cores at once $(col 3) GB/s;" \
+    "pool / ($ncpu x one core) $(col 4)x; pool / all cores at once $(col 5)x"
