@@ -76,7 +76,7 @@ ad_start(struct ad *d, const char *conf)
 	cr_assert_not_null(f = fopen(d->conf, "w"));
 	fputs(conf, f);
 	fclose(f);
-	d->pid = fork();
+	d->pid = itest_fork_dying();
 	cr_assert_geq(d->pid, 0);
 	if (d->pid == 0) {
 		int	fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -65,7 +65,7 @@ cr_daemon_start(struct cr *c)
 	int		 i, fd;
 
 	unlink(c->sock);
-	c->daemon = fork();
+	c->daemon = itest_fork_dying();
 	cr_assert_geq(c->daemon, 0);
 	if (c->daemon == 0) {
 		fd = open(c->log, O_WRONLY | O_CREAT | O_APPEND, 0644);

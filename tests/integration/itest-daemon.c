@@ -58,7 +58,7 @@ sd_start(struct sd *s)
 	snprintf(s->notify, sizeof(s->notify), "%s/notify", s->dir);
 	lfd = sd_bind(SOCK_SEQPACKET, s->sock, 1);
 	s->nfd = sd_bind(SOCK_DGRAM, s->notify, 0);
-	s->pid = fork();
+	s->pid = itest_fork_dying();
 	cr_assert_geq(s->pid, 0);
 	if (s->pid == 0) {
 		if (dup2(lfd, 3) != 3)
@@ -228,7 +228,7 @@ conf_start(const char *conf, const char *sock)
 	int	i;
 
 	unlink(sock);
-	pid = fork();
+	pid = itest_fork_dying();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		int	null = open("/dev/null", O_WRONLY);

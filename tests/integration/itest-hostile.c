@@ -586,7 +586,7 @@ Test(attack, sigterm_stops_daemon_under_attack, .timeout = 180)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/hpzerod.sock", dir);
 	snprintf(log, sizeof(log), "%s/hpzerod.log", dir);
-	daemon = fork();
+	daemon = itest_fork_dying();
 	cr_assert_geq(daemon, 0);
 	if (daemon == 0) {
 		if ((fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644)) >= 0)

@@ -168,7 +168,7 @@ pd_run(struct pd *d)
 	int	i;
 
 	unlink(d->sock);
-	d->pid = fork();
+	d->pid = itest_fork_dying();
 	cr_assert_geq(d->pid, 0);
 	if (d->pid == 0) {
 		int	fd = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0644);

@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -172,6 +173,22 @@ itest_daemon_path(void)
 	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
 	snprintf(path, sizeof(path), "%s/daemon/hpzerod", dir);
 	return (path);
+}
+
+/*
+ * fork() for a child that will exec a daemon for the test: the child dies
+ * with the test (a failed assertion ends the test's process, and a daemon
+ * left behind kept the suite waiting on it instead of failing).
+ */
+pid_t
+itest_fork_dying(void)
+{
+	pid_t	parent = getpid(), pid;
+
+	if ((pid = fork()) == 0 &&
+	    (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 || getppid() != parent))
+		_exit(122);
+	return (pid);
 }
 
 /* A fresh page-state memfd for npages pages, sealed as libhpz makes it. */

@@ -29,6 +29,7 @@ struct hpz_status itest_status_faults(const struct hpz_status *,
 int		 itest_raw_connect(void);
 int		 itest_state_memfd(uint64_t npages);
 const char	*itest_daemon_path(void);
+pid_t		 itest_fork_dying(void);
 int		 itest_daemon_fds(void);
 pid_t		 itest_daemon_pid(void);
 unsigned long long itest_daemon_start(pid_t);
