@@ -943,7 +943,11 @@ control_message(struct client *c, struct hpz_msg *m)
 	if (error != 0) {
 		proto_close_fds(m);
 		seq = m->len >= sizeof(m->u.hdr) ? m->u.hdr.seq : 0;
-		if (error == -EINVAL)	/* well framed, bad fields */
+		/*
+		 * Well framed, bad fields; or our own fd table full as its
+		 * fds came (not the client's doing: it may ask again).
+		 */
+		if (error == -EINVAL || error == -EMFILE)
 			return (control_refuse(c, seq, error, "request", why));
 		control_refuse(c, seq, error, "message", why);
 		return (-1);

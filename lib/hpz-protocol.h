@@ -251,6 +251,7 @@ struct hpz_msg {
 	size_t		len;
 	int		fds[HPZ_REGISTER_NFDS];
 	int		nfds;
+	int		fds_lost;	/* the receiver could not take them all */
 };
 
 /* proto.c */

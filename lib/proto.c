@@ -220,6 +220,11 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		    proto_type_name(hdr->type), msg->len, hdr->len, want));
 	wantfds = hdr->type == HPZ_MSG_REGISTER ? HPZ_REGISTER_NFDS :
 	    hdr->type == HPZ_MSG_POOL_FILE ? 1 : 0;
+	if (msg->fds_lost)
+		return (proto_fail(why, whylen, -EMFILE,
+		    "%s message: %d of its fds arrived, the receiver is out of "
+		    "file descriptors (RLIMIT_NOFILE)",
+		    proto_type_name(hdr->type), msg->nfds));
 	if (msg->nfds != wantfds)
 		return (proto_fail(why, whylen, -EBADMSG,
 		    "%s message carries %d fds, expected %d",
@@ -397,6 +402,7 @@ proto_recv(int sock, struct hpz_msg *msg)
 	memset(&mh, 0, sizeof(mh));
 	msg->len = 0;
 	msg->nfds = 0;
+	msg->fds_lost = 0;
 	for (i = 0; i < HPZ_REGISTER_NFDS; i++)
 		msg->fds[i] = -1;	/* never close a stale number */
 	iov.iov_base = msg->u.bytes;
@@ -424,7 +430,15 @@ proto_recv(int sock, struct hpz_msg *msg)
 			msg->nfds++;
 		}
 	}
-	if (mh.msg_flags & MSG_CTRUNC)
+	/*
+	 * Truncated with room left in our buffer: the kernel could not
+	 * install the rest here (our fd table is full: EMFILE), not a
+	 * sender with too many.  Truncated with the buffer full: the sender
+	 * sent more than we could see.
+	 */
+	if ((mh.msg_flags & MSG_CTRUNC) && msg->nfds < PROTO_CMSG_FDS)
+		msg->fds_lost = 1;
+	else if (mh.msg_flags & MSG_CTRUNC)
 		msg->nfds += PROTO_CMSG_FDS;	/* more than we could see */
 	if (n == 0) {
 		/* End of file, or an empty message: either way no fds kept. */

@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -2000,5 +2001,101 @@ Test(control, connection_over_the_uid_limit_is_told_why, .timeout = 120)
 	kill(holder, SIGKILL);
 	waitpid(holder, NULL, 0);
 	close(p[0]);
+	ctl_daemon_own_end(&d);
+}
+
+/* The start of d's log, as a string. */
+static void
+ctl_log_read(const struct ctl_daemon *d, char *buf, size_t size)
+{
+	ssize_t	n;
+	int	fd;
+
+	cr_assert_geq(fd = open(d->log, O_RDONLY), 0);
+	n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Open fds of process pid, and the highest number among them. */
+static int
+ctl_fd_count(pid_t pid, int *maxfd)
+{
+	char		 path[64];
+	DIR		*dir;
+	struct dirent	*e;
+	int		 n = 0, fd;
+
+	*maxfd = -1;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	cr_assert_not_null(dir = opendir(path));
+	while ((e = readdir(dir)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		fd = atoi(e->d_name);
+		n++;
+		if (fd > *maxfd)
+			*maxfd = fd;
+	}
+	closedir(dir);
+	return (n);
+}
+
+/*
+ * The daemon's fd table full as a register's three fds arrive: the client
+ * is told so (EMFILE, a reason naming the daemon's RLIMIT_NOFILE) and its
+ * connection stays; once the daemon has fds again, the same register on
+ * the same connection works.  Before, the kernel's MSG_CTRUNC was read as
+ * a sender of too many fds: "register message carries 253 fds, expected
+ * 3", EBADMSG, and the honest client was dropped as a bad one.
+ */
+Test(control, register_while_the_daemon_is_out_of_fds_is_told_why,
+    .timeout = 120)
+{
+	struct ctl_daemon	d;
+	struct hpz_region	r;
+	struct hpz_status	st;
+	struct rlimit		lim, old;
+	char			logtext[8192];
+	int			error, n, maxfd, i;
+
+	ctl_daemon_own(&d, "");
+	/* Our connection first (libhpz keeps it), then the daemon at rest. */
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	cr_assert_eq(hpz_region_create(&r, 16 * 4096, HPZ_PAGE_SHMEM), 0);
+	for (i = 0, n = -1; i < 50; i++) {
+		int	m = ctl_fd_count(d.pid, &maxfd);
+
+		if (m == n)
+			break;
+		n = m;
+		usleep(20 * 1000);
+	}
+	/* One free slot below the limit: the first of the three fds only. */
+	cr_assert_lt(maxfd, n + 1, "the daemon's fds have gaps (%d open, "
+	    "highest %d): cannot leave it exactly one slot", n, maxfd);
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &old), 0);
+	lim.rlim_cur = (rlim_t)n + 1;
+	lim.rlim_max = old.rlim_max;
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &lim, NULL), 0);
+	error = hpz_register(&r);
+	printf("register with the daemon out of fds: %d (%s)\n", error,
+	    hpz_last_error());
+	fflush(stdout);
+	cr_expect_eq(error, -EMFILE, "register: %d (%s)", error,
+	    hpz_last_error());
+	cr_expect_not_null(strstr(hpz_last_error(), "out of file descriptors"),
+	    "the reason does not say so: %s", hpz_last_error());
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &old, NULL), 0);
+	error = hpz_register(&r);
+	cr_expect_eq(error, 0, "register once the daemon has fds again: %d "
+	    "(%s)", error, hpz_last_error());
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	ctl_log_read(&d, logtext, sizeof(logtext));
+	cr_expect_null(strstr(logtext, "dropped:"),
+	    "the honest client was dropped: %s", logtext);
+	if (error == 0)
+		cr_expect_eq(hpz_unregister(&r), 0, "%s", hpz_last_error());
+	hpz_region_destroy(&r);
 	ctl_daemon_own_end(&d);
 }
