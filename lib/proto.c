@@ -220,6 +220,15 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		    proto_type_name(hdr->type), msg->len, hdr->len, want));
 	wantfds = hdr->type == HPZ_MSG_REGISTER ? HPZ_REGISTER_NFDS :
 	    hdr->type == HPZ_MSG_POOL_FILE ? 1 : 0;
+	/*
+	 * Fewer arrived than the message wants: the receiver's fd table.
+	 * As many or more arrived and some were still lost: a sender of
+	 * too many, whatever our table holds (not a reason to keep it).
+	 */
+	if (msg->fds_lost && msg->nfds >= wantfds)
+		return (proto_fail(why, whylen, -EBADMSG,
+		    "%s message carries more than %d fds, expected %d",
+		    proto_type_name(hdr->type), msg->nfds, wantfds));
 	if (msg->fds_lost)
 		return (proto_fail(why, whylen, -EMFILE,
 		    "%s message: %d of its fds arrived, the receiver is out of "

@@ -1173,3 +1173,52 @@ Test(proto, pool_file_and_status_fields)
 {
 	expect_fields("file");
 }
+
+/*
+ * A register sent with more fds than it wants, some lost at our fd limit:
+ * still a sender of too many (EBADMSG: the client is dropped), not our
+ * table's fault (EMFILE would keep a client that can send it again).
+ */
+Test(proto, too_many_fds_lost_at_our_limit_is_still_a_bad_message)
+{
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	struct rlimit		old, low;
+	int			sv[2], p[2], q[2], five[5], fd;
+	ssize_t			n;
+	int			rlerr;
+
+	seqpacket_pair(sv);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(q, O_CLOEXEC), 0);
+	five[0] = p[0];
+	five[1] = p[1];
+	five[2] = q[0];
+	five[3] = q[1];
+	five[4] = p[0];
+	make_register(&reg);
+	cr_assert_eq(proto_send(sv[0], &reg, sizeof(reg), five, 5),
+	    (ssize_t)sizeof(reg));
+	/* Room for three below the limit (the lowest free numbers). */
+	fd = dup(sv[1]);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = (rlim_t)fd + HPZ_REGISTER_NFDS;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	n = proto_recv(sv[1], &m);
+	rlerr = setrlimit(RLIMIT_NOFILE, &old);
+	cr_assert_eq(rlerr, 0);
+	cr_assert_eq(n, (ssize_t)sizeof(reg));
+	cr_assert(m.fds_lost, "truncation not noticed");
+	cr_assert_eq(m.nfds, HPZ_REGISTER_NFDS, "%d fds seen", m.nfds);
+	cr_assert_eq(proto_validate(&m, NULL, 0), -EBADMSG);
+	proto_close_fds(&m);
+	close(p[0]);
+	close(p[1]);
+	close(q[0]);
+	close(q[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
