@@ -15,12 +15,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <linux/userfaultfd.h>
 
 #include <criterion/criterion.h>
 
@@ -915,4 +918,310 @@ fs_mremap_client(int wfd, int rfd)
 Test(fdstore, mremap_then_sigkill_restart, .timeout = 120)
 {
 	fs_kill_restart(NULL, fs_mremap_client);
+}
+
+/* ---- a stored region's release never holds up another client ------------- */
+
+#define FS_HOLD_LEN	(4 * MiB)	/* the attacker's shmem region */
+#define FS_HONEST_MS	4000		/* the honest client's rounds, at least */
+#define FS_BOUND_MS	5000		/* a round this late is stalled */
+
+/* One honest round, as the honest client reports it: 0 a round, -1 failed. */
+struct fs_round {
+	int	status;
+	char	why[160];
+};
+
+/*
+ * The honest client: rounds of a fresh 64-page shmem region registered
+ * HPZ_DISCARD (whose page state the daemon fills with garbage off the
+ * loop, as it works through a stored region's release), touched, checked
+ * zero, unregistered; each round reported on wfd, until told to stop
+ * (a byte on rfd) once it has run FS_HONEST_MS.
+ */
+static int
+fs_honest(int wfd, int rfd)
+{
+	struct pollfd		 pfd = { .fd = rfd, .events = POLLIN };
+	struct fs_round		 rep;
+	struct hpz_region	 r;
+	size_t			 first;
+	int			 i;
+
+	for (;;) {
+		memset(&rep, 0, sizeof(rep));
+		if (hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM) != 0) {
+			snprintf(rep.why, sizeof(rep.why), "create: %s",
+			    hpz_last_error());
+			goto fail;
+		}
+		for (i = 0; i < 64; i++)
+			((char *)r.addr)[i * 4096 + 9] = (char)(i + 1);
+		r.flags = HPZ_DISCARD;
+		if (hpz_register(&r) != 0) {
+			snprintf(rep.why, sizeof(rep.why), "register: %s",
+			    hpz_last_error());
+			goto fail;
+		}
+		if (itest_count_nonzero(r.addr, r.len, &first) != 0) {
+			snprintf(rep.why, sizeof(rep.why), "a discarded "
+			    "region: stale byte at %zu", first);
+			goto fail;
+		}
+		if (hpz_unregister(&r) != 0) {
+			snprintf(rep.why, sizeof(rep.why), "unregister: %s",
+			    hpz_last_error());
+			goto fail;
+		}
+		hpz_region_destroy(&r);
+		if (write(wfd, &rep, sizeof(rep)) != (ssize_t)sizeof(rep))
+			return (4);
+		if (poll(&pfd, 1, 0) == 1)
+			return (0);
+	}
+fail:
+	rep.status = -1;
+	(void)write(wfd, &rep, sizeof(rep));
+	return (1);
+}
+
+/*
+ * The lock holder: pwrite()s into file fd from a buffer of its own that
+ * lies in a range registered on a userfaultfd it never serves.  shmem's
+ * write path takes the file's inode lock, then faults on the buffer, and
+ * waits there, lock held, until this process is killed.  A byte on wfd
+ * just before.
+ */
+static void
+fs_hold_inode_lock(int fd, int wfd)
+{
+	struct uffdio_api	 api = { .api = UFFD_API };
+	struct uffdio_register	 reg;
+	char			*buf;
+	int			 uffd;
+
+	buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+	    MAP_ANONYMOUS, -1, 0);
+	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (buf == MAP_FAILED || uffd < 0 || ioctl(uffd, UFFDIO_API, &api) ==
+	    -1)
+		_exit(7);
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)buf;
+	reg.range.len = 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) == -1)
+		_exit(8);
+	(void)write(wfd, "h", 1);
+	(void)pwrite(fd, buf, 1, 0);
+	_exit(9);
+}
+
+/*
+ * Wait up to bound ms for fd to be readable, reading the notify socket
+ * meanwhile as systemd does (a daemon whose notify messages are not read
+ * waits in sendmsg).  1 readable, 0 not within the bound.
+ */
+static int
+fs_wait_readable(struct fs *s, int fd, int bound)
+{
+	struct pollfd	pfd[2];
+	double		end = itest_now_us() / 1e3 + bound, left;
+
+	for (;;) {
+		left = end - itest_now_us() / 1e3;
+		if (left <= 0)
+			return (0);
+		pfd[0].fd = fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = s->nfd;
+		pfd[1].events = POLLIN;
+		if (poll(pfd, 2, (int)left + 1) <= 0)
+			continue;
+		if (pfd[1].revents & POLLIN)
+			(void)fs_recv(s, 0);
+		if (pfd[0].revents & (POLLIN | POLLHUP))
+			return (1);
+	}
+}
+
+/*
+ * A stored region not taken back after a restart (its client exited while
+ * no daemon ran) has its garbage punched from its file.  Another process
+ * holds that file's inode lock meanwhile, as long as it likes.  The punch
+ * must wait where only that region's work waits (the context of the uid
+ * that owns it, shown stuck in status): another client's discard
+ * registers, whose page state the daemon prepares off the loop, keep being
+ * answered, and the daemon's measure of what a fault costs is taken.  Once
+ * the holder lets go, the punch ends and the file holds no garbage.
+ */
+Test(fdstore, release_under_a_held_inode_lock, .timeout = 180)
+{
+	struct fs		 s;
+	struct hpz_status	 st;
+	struct hpz_region	 r;
+	struct fs_round		 rep;
+	char			 c, *map;
+	double			 t0, last, t, longest = 0;
+	size_t			 first;
+	int			 up[2], hp[2], rp[2], gp[2], fd, status, rounds = 0;
+	int			 bound = FS_BOUND_MS * itest_wait_scale(), stuck;
+	pid_t			 client, holder, honest;
+	unsigned long long	 dpid;
+
+	fd = memfd_create("hpz-fs-held", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0, "memfd_create: %s", strerror(errno));
+	cr_assert_eq(ftruncate(fd, FS_HOLD_LEN), 0);
+	fs_setup(&s);
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready, "the first daemon sent no READY=1");
+
+	/* The client: its whole file garbage, left for the daemon to drop. */
+	cr_assert_eq(pipe(up), 0);
+	client = fork();
+	cr_assert_geq(client, 0);
+	if (client == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("HPZ_SOCKET", s.sock, 1);
+		setenv("HPZ_FALLBACK_MS", "600000", 1);
+		memset(&r, 0, sizeof(r));
+		r.len = FS_HOLD_LEN;
+		r.fd = fd;
+		r.flags = HPZ_DISCARD | HPZ_NO_SCRUB;
+		r.addr = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, 0);
+		if (r.addr == MAP_FAILED)
+			_exit(3);
+		memset(r.addr, 0xa7, r.len);
+		if (hpz_register(&r) != 0)
+			_exit(3);
+		(void)write(up[1], "r", 1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(up[0], &c, 1), 1, "the client did not set up");
+	fs_until(&s, 4, 0);
+	cr_assert_eq(s.n, 4, "%d fds in the store, expected 4", s.n);
+
+	/* Another process takes the file's inode lock and keeps it. */
+	cr_assert_eq(pipe(hp), 0);
+	holder = fork();
+	cr_assert_geq(holder, 0);
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fs_hold_inode_lock(fd, hp[1]);
+	}
+	cr_assert_eq(read(hp[0], &c, 1), 1, "the lock holder did not start");
+	usleep(200 * 1000);	/* its write is in, the lock held */
+
+	/* Daemon and client die; the restarted daemon must drop the garbage. */
+	kill(s.pid, SIGKILL);
+	waitpid(s.pid, &status, 0);
+	kill(client, SIGKILL);
+	waitpid(client, &status, 0);
+	fs_start(&s);
+	fs_until(&s, 0, 1);
+	cr_assert(s.ready, "the restarted daemon sent no READY=1");
+	dpid = itest_daemon_start(s.pid);
+	setenv("HPZ_SOCKET", s.sock, 1);
+
+	/* The honest client beside the stuck release. */
+	cr_assert_eq(pipe(rp), 0);
+	cr_assert_eq(pipe(gp), 0);
+	honest = fork();
+	cr_assert_geq(honest, 0);
+	if (honest == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(rp[0]);
+		_exit(fs_honest(rp[1], gp[0]));
+	}
+	close(rp[1]);
+	t0 = last = itest_now_us() / 1e3;
+	for (;;) {
+		if (!fs_wait_readable(&s, rp[0], bound)) {
+			kill(honest, SIGKILL);
+			kill(holder, SIGKILL);
+			cr_assert_fail("the honest client got no answer for %d "
+			    "ms (%d rounds done before) while a stored "
+			    "region's release waited on a lock another process "
+			    "holds", bound, rounds);
+		}
+		if (read(rp[0], &rep, sizeof(rep)) != (ssize_t)sizeof(rep)) {
+			kill(holder, SIGKILL);
+			cr_assert_fail("the honest client died (%d rounds)",
+			    rounds);
+		}
+		if (rep.status < 0) {
+			kill(holder, SIGKILL);
+			cr_assert_fail("honest client: %s", rep.why);
+		}
+		t = itest_now_us() / 1e3;
+		if (t - last > longest)
+			longest = t - last;
+		last = t;
+		rounds++;
+		if (t - t0 >= FS_HONEST_MS)
+			break;
+	}
+	cr_assert_eq(write(gp[1], "s", 1), 1);
+	while (fs_wait_readable(&s, rp[0], bound) &&
+	    read(rp[0], &rep, sizeof(rep)) == (ssize_t)sizeof(rep))
+		;
+	cr_assert_eq(waitpid(honest, &status, 0), honest);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the honest client failed (status 0x%x)", status);
+
+	/* Still held: the release's context is stuck, and shown. */
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	stuck = (int)st.contexts_stuck;
+	printf("fdstore: beside a release stuck on an inode lock: %d honest "
+	    "discard rounds in %.1f s, longest %.1f ms; status: %llu "
+	    "contexts, %llu stuck, the longest pid %lld for %llu ms in %s\n",
+	    rounds, (itest_now_us() / 1e3 - t0) / 1e3, longest, st.contexts,
+	    st.contexts_stuck, (long long)st.context_stuck_pid,
+	    st.context_stuck_ms, st.context_stuck_what);
+	fflush(stdout);
+	cr_expect_geq(stuck, 1, "no stuck context shown while the release "
+	    "waited on the lock");
+	/*
+	 * The daemon's own start-up work goes on too: its measure of what a
+	 * fault costs here (which every client's policy reads) is taken off
+	 * the loop, and must not queue behind the stuck punch.
+	 */
+	t0 = itest_now_us() / 1e3;
+	while (st.cost_rt_ns == 0) {
+		cr_assert_lt(itest_now_us() / 1e3 - t0, (double)bound,
+		    "the restarted daemon has not measured what a fault costs "
+		    "after %d ms more, while a stored region's release waited "
+		    "on a lock another process holds", bound);
+		usleep(50 * 1000);
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	}
+
+	/* Let go: the punch goes through, and the file holds no garbage. */
+	kill(holder, SIGKILL);
+	waitpid(holder, &status, 0);
+	map = mmap(NULL, FS_HOLD_LEN, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(map, MAP_FAILED);
+	t0 = itest_now_us() / 1e3;
+	while (itest_count_nonzero(map, FS_HOLD_LEN, &first) != 0) {
+		cr_assert_lt(itest_now_us() / 1e3 - t0, 10000.0 *
+		    itest_wait_scale(), "the garbage is still in the file "
+		    "(byte %zu) 10 s after the lock holder let go", first);
+		usleep(20 * 1000);
+	}
+	munmap(map, FS_HOLD_LEN);
+	cr_assert_eq(kill(s.pid, 0), 0, "the daemon died");
+	cr_assert_eq(itest_daemon_start(s.pid), dpid,
+	    "pid %d is another process now", (int)s.pid);
+	close(fd);
+	close(up[0]);
+	close(up[1]);
+	close(hp[0]);
+	close(hp[1]);
+	close(rp[0]);
+	close(gp[0]);
+	close(gp[1]);
+	fs_teardown(&s);
 }
