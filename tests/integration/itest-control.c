@@ -103,6 +103,9 @@ ctl_fail(int fd, struct ctl_round *r, const char *what)
 	return (1);
 }
 
+/* Flags the honest client registers with (HPZ_DISCARD for some tests). */
+static unsigned int	ctl_honest_flags;
+
 /* Rounds for ms milliseconds, each reported on fd. */
 static int
 ctl_honest(int fd, double ms)
@@ -117,6 +120,7 @@ ctl_honest(int fd, double ms)
 		memset(&rep, 0, sizeof(rep));
 		if (hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM) != 0)
 			return (ctl_fail(fd, &rep, "create"));
+		r.flags |= ctl_honest_flags;
 		t0 = itest_now_us() / 1e3;
 		if (hpz_register(&r) != 0)
 			return (ctl_fail(fd, &rep, "register"));
@@ -1533,6 +1537,85 @@ Test(control, mmap_lock_held_over_resets, .timeout = 180)
 	    v.error, v.text);
 	printf("%s: the attacker: %s\n", name, v.text);
 	fflush(stdout);
+}
+
+/* ---- a process that holds its own mmap_lock, beside discard registers ----- */
+
+#define CTL_WALK_LEN	(48ULL << 30)	/* read-only zero-page entries */
+#define CTL_WALKERS	32
+
+static char		*ctl_walk;
+static atomic_uint	 ctl_walk_prot;
+
+/*
+ * mprotect over the whole populated mapping: the mmap_lock held for
+ * writing while 12 million entries are walked (about 0.35 s here); with
+ * many of these queued, a reader that comes waits for every one before it.
+ */
+static void *
+ctl_walker(void *arg)
+{
+	(void)arg;
+	for (;;)
+		mprotect(ctl_walk, CTL_WALK_LEN, (atomic_fetch_xor(
+		    &ctl_walk_prot, 1) & 1) ? PROT_READ : PROT_NONE);
+	return (NULL);
+}
+
+/*
+ * Not a client at all: a process of the same uid whose mmap_lock is held
+ * for writing nearly all the time.  Anyone who reads its /proc/PID/maps
+ * waits for it.
+ */
+static void
+ctl_attack_maps_lock(int wfd)
+{
+	pthread_t	th;
+	int		i;
+
+	ctl_walk = mmap(NULL, CTL_WALK_LEN, PROT_READ, MAP_PRIVATE |
+	    MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (ctl_walk == MAP_FAILED)
+		_exit(5);
+	madvise(ctl_walk, CTL_WALK_LEN, MADV_NOHUGEPAGE);
+	if (madvise(ctl_walk, CTL_WALK_LEN, MADV_POPULATE_READ) != 0)
+		_exit(6);
+	for (i = 0; i < CTL_WALKERS; i++)
+		if (pthread_create(&th, NULL, ctl_walker, NULL) != 0)
+			_exit(7);
+	usleep(300 * 1000);	/* the walkers queue up */
+	(void)write(wfd, "r", 1);
+	for (;;)
+		pause();
+}
+
+/*
+ * hpz_register(HPZ_DISCARD) looks whether another process maps the same
+ * range of the file (its garbage would be readable there) by reading
+ * every process's /proc/PID/maps, and such a read waits for that
+ * process's mmap_lock.  Another process of the same uid, client or not,
+ * that keeps its lock held must not hold up an honest client's discard
+ * registers: each look is bounded, and a process whose map cannot be
+ * read in time is passed over.  On a8c2c0d the honest client's register
+ * waited as long as the other held its lock.
+ */
+Test(control, discard_register_beside_a_process_holding_its_mmap_lock,
+    .timeout = 180)
+{
+	const char		*name = "discard register beside a held "
+				    "mmap_lock";
+	struct ctl_figures	 fg;
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd;
+
+	ctl_daemon_same();
+	attacker = ctl_attacker_start(ctl_attack_maps_lock, &arfd);
+	ctl_honest_flags = HPZ_DISCARD;
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_flags = 0;
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_same();
 }
 
 /*

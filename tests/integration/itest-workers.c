@@ -88,9 +88,10 @@ wk_fail(struct wk_shared *sh, int step, const char *what, int error)
 
 /*
  * Touch from two threads, write, reset, touch again, write.  The region
- * is registered once, before the attack: hpz_register(HPZ_DISCARD) reads
- * every process's /proc/PID/maps (lib/mappers.c), which waits on the
- * attacker's mmap_lock in the client itself, not in the daemon.
+ * is registered once, before the attack: what this test measures is the
+ * daemon's map ioctls, not the register (hpz_register(HPZ_DISCARD) reads
+ * every process's /proc/PID/maps, lib/mappers.c, and passes over a process
+ * whose lock is held: control/discard_register_beside_* tests that).
  */
 static int
 wk_round(struct wk_shared *sh, struct hpz_region *r)
