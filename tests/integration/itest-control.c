@@ -2182,3 +2182,62 @@ Test(control, register_while_the_daemon_is_out_of_fds_is_told_why,
 	hpz_region_destroy(&r);
 	ctl_daemon_own_end(&d);
 }
+
+/* Lines of d's whole log that hold needle. */
+static int
+ctl_log_count(const struct ctl_daemon *d, const char *needle)
+{
+	char	line[1024];
+	FILE	*f;
+	int	n = 0;
+
+	cr_assert_not_null(f = fopen(d->log, "r"));
+	while (fgets(line, sizeof(line), f) != NULL)
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return (n);
+}
+
+/*
+ * With its fd table full the daemon cannot accept a waiting connection,
+ * and the listening socket stays readable: it must stop listening and say
+ * so once, not spin on the socket (on d1e12d7 the loop went round and
+ * round, logging each time); once fds free up it accepts the connection
+ * that waited.
+ */
+Test(control, accept_out_of_fds_stops_and_says_so_once, .timeout = 120)
+{
+	struct ctl_daemon	d;
+	struct hpz_status	st;
+	struct rlimit		lim, old;
+	uint64_t		t0;
+	int			fd, said, again;
+
+	ctl_daemon_own(&d, "[pool]\nenable = no\n");
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	/* No free slot at all: every fd it opens now fails, EMFILE. */
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &old), 0);
+	lim.rlim_cur = 3;
+	lim.rlim_max = old.rlim_max;
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &lim, NULL), 0);
+	fd = itest_raw_connect();	/* waits in the listen queue */
+	usleep(1000 * 1000);
+	said = ctl_log_count(&d, "accept");
+	cr_assert_eq(prlimit(d.pid, RLIMIT_NOFILE, &old, NULL), 0);
+	printf("accept out of fds: %d log lines on accept in 1 s\n", said);
+	fflush(stdout);
+	cr_expect_eq(said, 1, "%d log lines on accept in 1 s with the fd table "
+	    "full: it spins on the listening socket", said);
+	cr_expect_eq(ctl_log_count(&d, "not accepting connections until"), 1,
+	    "it did not say that it stopped accepting");
+	/* Fds again: the waiting connection is accepted, and said so. */
+	t0 = itest_now_ms();
+	while ((again = ctl_log_count(&d, "accepting connections again")) ==
+	    0 && itest_now_ms() - t0 < 5000ULL * itest_wait_scale())
+		usleep(50 * 1000);
+	cr_expect_eq(again, 1, "the connection that waited was not accepted "
+	    "once the daemon had fds again");
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	close(fd);
+	ctl_daemon_own_end(&d);
+}
