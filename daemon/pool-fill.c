@@ -481,6 +481,8 @@ pool_step(struct pool *p)
 		 */
 		if (now < p->backoff || p->avail <= reserve + p->owed)
 			break;
+		if (now < p->quiet_until && p->avail <= p->quiet_avail)
+			break;		/* a taker starts: POOL_QUIET_NS */
 		reserve += p->owed;
 		/*
 		 * Small files only where the pool follows the host: a pool

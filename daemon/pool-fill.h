@@ -26,6 +26,17 @@
 
 #define POOL_FILES		16
 #define POOL_SMALL_SHARE	64	/* small files: 1/64 of the pool */
+/*
+ * After a hand-out of a guest's memory (POOL_QUIET_MIN bytes or more) its
+ * taker starts on what it took, touching it in its first seconds: the
+ * fillers allocate nothing meanwhile, since zeroing at the memory's
+ * bandwidth beside it slows that start, unless pages come back to the
+ * host (a guest that exited, a file closed).  Small hand-outs arm no
+ * quiet: a uid looping on small takes must not stop the refill, and its
+ * big takes end with its share ([pool] uid_share).
+ */
+#define POOL_QUIET_NS		2000000000ULL
+#define POOL_QUIET_MIN		(256ULL << 20)
 
 struct pool_file {
 	int			 fd;		/* -1: an empty slot */
@@ -60,6 +71,8 @@ struct pool {
 	uint64_t		 owed;		/* pages a short hand-out needs */
 	uint64_t		 owed_until;	/* ns */
 	uint64_t		 backoff;	/* ns: no allocation before */
+	uint64_t		 quiet_until;	/* ns: a taker starts (pool_hand) */
+	uint64_t		 quiet_avail;	/* avail as it took its file */
 	int			 failed;	/* said so in the log */
 	int			 nflight;	/* pages being touched */
 	uint64_t		 busy_since;	/* ns: nflight went 0 -> 1 */

@@ -293,6 +293,13 @@ pool_hand(struct client *c, uint32_t seq, struct pool *p, int fd,
 	rep.page_size = p->page_size;
 	rep.node = pool_nnodes > 1 ? p->node : -1;
 	rep.id = id;
+	/* A guest starts on it: no refill beside it (POOL_QUIET_NS). */
+	if (rep.size >= POOL_QUIET_MIN) {
+		pthread_mutex_lock(&p->lock);
+		p->quiet_until = stats_now_ns() + POOL_QUIET_NS;
+		p->quiet_avail = p->avail;
+		pthread_mutex_unlock(&p->lock);
+	}
 	n = proto_send(c->fd, &rep, sizeof(rep), &fd, 1);
 	/* Ours no more, whatever happened: it must never be handed again. */
 	close(fd);
