@@ -1,13 +1,14 @@
 /*
- * client.c - libhpz requests: the userfaultfd handshake in the caller,
- * fd passing to hpzerod, replies and errors.  What happens while hpzerod
- * is away (reconnecting, serving faults ourselves) is in guard.c.
+ * client.c - libhpz's calls: hpz_register (the userfaultfd handshake in
+ * the caller, the page-state memfd, the fds passed to hpzerod) in named
+ * steps, hpz_unregister, hpz_reset, hpz_set_policy, hpz_status,
+ * hpz_list_regions, hpz_page_size.  The connection is conn.c's, the
+ * records of our regions registry.c's; while hpzerod is away guard.c
+ * serves.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <linux/userfaultfd.h>
@@ -27,94 +26,12 @@
 #include "hpz-state.h"
 #include "mappers.h"
 
-#define LIB_REPLY_TIMEOUT_MS	60000
-/* How often a request waiting for the daemon (or the fallback) looks. */
-#define LIB_WAIT_STEP_MS	100
-
 /* What we ask of UFFDIO_API, as far as the kernel offers it. */
 #define LIB_UFFD_WANT	(UFFD_FEATURE_MISSING_HUGETLBFS | \
 	UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM | \
 	UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_THREAD_ID | \
 	UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP | \
 	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_FORK)
-
-/* The connection and its requests; before lib_rlock when both are held. */
-pthread_mutex_t		 lib_lock = PTHREAD_MUTEX_INITIALIZER;
-struct lib_region	*lib_regions;
-static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
-static int		 lib_sock = -1;
-static uint32_t		 lib_seq;		/* never 0: a refusal's */
-static int		 lib_refused;		/* the last call's connection
-						   was refused at accept */
-static __thread char	 lib_error[HPZ_REPLY_TEXT + 64];
-
-/* Record this thread's reason for a failure; returns error. */
-int
-lib_fail(int error, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	vsnprintf(lib_error, sizeof(lib_error), fmt, ap);
-	va_end(ap);
-	return (error);
-}
-
-const char *
-hpz_last_error(void)
-{
-	return (lib_error);
-}
-
-const char *
-hpz_strerror(int err)
-{
-	const char	*s;
-
-	if (err > 0)
-		err = -err;
-	switch (err) {
-	case 0:
-		return ("success");
-	case -ECONNREFUSED:
-	case -ENOENT:
-		return ("hpzerod is not running (nothing listens on the "
-		    "socket)");
-	case -ECONNRESET:
-	case -EPIPE:
-		return ("the connection to hpzerod was lost");
-	case -EBUSY:
-		return ("the region overlaps a registered region");
-	case -ENXIO:
-		return ("no such registered region");
-	case -EDQUOT:
-		return ("over a limit of hpzerod");
-	case -EINVAL:
-		return ("invalid region or request");
-	case -ENOTSUP:
-		return ("the kernel lacks the userfaultfd features needed");
-	case -ETIMEDOUT:
-		return ("hpzerod did not answer in time");
-	case -EPROTO:
-		return ("hpzerod answered out of protocol");
-	}
-	s = strerrordesc_np(-err);
-	return (s != NULL ? s : "unknown error");
-}
-
-void
-lib_region_free(struct lib_region *lr)
-{
-	if (lr->smap != NULL)
-		munmap(lr->smap, HPZ_STATE_SIZE(lr->npages));
-	if (lr->uffd >= 0)
-		close(lr->uffd);
-	if (lr->sfd >= 0)
-		close(lr->sfd);
-	if (lr->fd >= 0)
-		close(lr->fd);
-	free(lr);
-}
 
 /*
  * A new page-state memfd for npages pages, all zero (every page "keep"
@@ -138,213 +55,6 @@ lib_state_create(uint64_t npages)
 		    strerror(-error)));
 	}
 	return (fd);
-}
-
-/* A child must not share the parent's connection or its regions. */
-static void
-lib_atfork_child(void)
-{
-	struct lib_region	*lr, *next;
-
-	pthread_mutex_init(&lib_lock, NULL);
-	if (lib_sock != -1)
-		close(lib_sock);
-	lib_sock = -1;
-	/* No guard thread here; its fds (and any server lock) must go. */
-	lib_guard_fork_child();
-	for (lr = lib_regions; lr != NULL; lr = next) {
-		next = lr->next;
-		/* MADV_DONTFORK kept the ranges (and our maps) out of it. */
-		lr->smap = NULL;
-		lib_region_free(lr);
-	}
-	lib_regions = NULL;
-}
-
-static void
-lib_init_once(void)
-{
-	pthread_atfork(NULL, NULL, lib_atfork_child);
-}
-
-static const char *
-lib_socket_path(void)
-{
-	const char	*p = getenv("HPZ_SOCKET");
-
-	return (p != NULL && *p != '\0' ? p : HPZ_SOCKET_DEFAULT);
-}
-
-/* A new connection to hpzerod: its fd, or a negative errno (lib_fail). */
-int
-lib_dial(void)
-{
-	struct sockaddr_un	 sun;
-	const char		*path = lib_socket_path();
-	int			 fd, error;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return (lib_fail(-ENAMETOOLONG, "socket path too long: %s",
-		    path));
-	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return (lib_fail(-errno, "socket: %s", strerror(errno)));
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		error = -errno;
-		close(fd);
-		return (lib_fail(error, "cannot connect to hpzerod at %s: %s",
-		    path, strerror(-error)));
-	}
-	return (fd);
-}
-
-/* Connect if we are not connected (lock held). */
-int
-lib_connect(void)
-{
-	int	fd;
-
-	if (lib_sock != -1)
-		return (0);
-	if ((fd = lib_dial()) < 0)
-		return (fd);
-	lib_sock = fd;
-	lib_guard_connected(fd);
-	return (0);
-}
-
-/* Drop the connection (lock held); shutdown tells the guard's copy too. */
-void
-lib_disconnect(void)
-{
-	if (lib_sock != -1) {
-		shutdown(lib_sock, SHUT_RDWR);
-		close(lib_sock);
-		lib_guard_disconnected();
-	}
-	lib_sock = -1;
-}
-
-/*
- * Send req (its seq set) on sock and wait up to timeout_ms for its reply,
- * validated: of type want, or a plain reply (the daemon's status).  0, or
- * a negative errno (lib_fail) when the connection is no good any more.
- */
-int
-lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
-    struct hpz_msg *reply, uint16_t want, int timeout_ms)
-{
-	struct hpz_msg_header	*hdr = req;
-	struct pollfd		 pfd = { .fd = sock, .events = POLLIN };
-	char			 why[128] = "";
-	ssize_t			 n;
-	int			 error;
-
-	if (proto_send(sock, req, len, fds, nfds) != (ssize_t)len) {
-		error = -errno;
-		return (lib_fail(error, "cannot send to hpzerod: %s",
-		    strerror(-error)));
-	}
-	for (;;) {
-		n = poll(&pfd, 1, timeout_ms);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
-		n = proto_recv(sock, reply);
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		break;
-	}
-	if (n <= 0) {
-		error = n == 0 ? -ECONNRESET : -errno;
-		return (lib_fail(error, "hpzerod closed the connection"));
-	}
-	/*
-	 * Sequence 0, before any answer: the daemon refused the connection
-	 * as it accepted it (a limit), and closes it.  Not a daemon that went
-	 * away: the caller gets the reason, at once.
-	 */
-	if (proto_validate(reply, why, sizeof(why)) == 0 &&
-	    reply->u.hdr.seq == 0 && reply->u.hdr.type == HPZ_MSG_REPLY &&
-	    reply->u.reply.error < 0) {
-		lib_refused = 1;
-		return (lib_fail(reply->u.reply.error, "hpzerod refused the "
-		    "connection: %.*s", (int)sizeof(reply->u.reply.text),
-		    reply->u.reply.text));
-	}
-	if (proto_validate(reply, why, sizeof(why)) != 0 ||
-	    reply->u.hdr.seq != hdr->seq ||
-	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
-		proto_close_fds(reply);
-		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
-		    why[0] != '\0' ? why : "unexpected type or sequence"));
-	}
-	return (0);
-}
-
-/*
- * Send a request and wait for its reply (lock held).  The reply is
- * validated; the daemon's status is returned with its text as the error.
- */
-int
-lib_call(void *req, size_t len, const int *fds, int nfds,
-    struct hpz_msg *reply, uint16_t want)
-{
-	struct hpz_msg_header	*hdr = req;
-	int			 error;
-
-	if ((error = lib_connect()) != 0)
-		return (error);
-	if (++lib_seq == 0)
-		lib_seq = 1;
-	hdr->seq = lib_seq;
-	if ((error = lib_exchange(lib_sock, req, len, fds, nfds, reply, want,
-	    LIB_REPLY_TIMEOUT_MS)) != 0) {
-		lib_disconnect();
-		return (error);
-	}
-	if (reply->u.hdr.type == HPZ_MSG_REPLY && reply->u.reply.error != 0)
-		return (lib_fail(reply->u.reply.error, "hpzerod: %s",
-		    reply->u.reply.text));
-	if (reply->u.hdr.type != want)
-		return (lib_fail(-EPROTO, "hpzerod sent a %s, expected a %s",
-		    proto_type_name(reply->u.hdr.type),
-		    proto_type_name(want)));
-	return (0);
-}
-
-/*
- * A request (lock held).  If the connection was lost while we have
- * regions, they are registered again first (guard.c): a new daemon must
- * never see a request about a region it does not know.
- */
-static int
-lib_request(void *req, size_t len, const int *fds, int nfds,
-    struct hpz_msg *reply, uint16_t want)
-{
-	int	error;
-
-	if ((error = lib_guard_ready()) != 0)
-		return (error);
-	return (lib_call(req, len, fds, nfds, reply, want));
-}
-
-/* Wait a little for the daemon or the fallback; 0 if the deadline passed. */
-static int
-lib_request_retry(uint64_t deadline)
-{
-	/* Refused by a daemon that is there: no waiting for another. */
-	if (lib_refused) {
-		lib_refused = 0;
-		return (0);
-	}
-	if (lib_guard_mode() == LIB_CONNECTED)
-		return (0);
-	return (lib_guard_wait(deadline));
 }
 
 long
@@ -414,57 +124,6 @@ lib_uffd_features(uint64_t *features)
 }
 
 /*
- * A region may have moved: an mremap of the whole range.  The daemon (or
- * our guard, while it serves) follows the move as it reads the uffd's
- * remap event and writes the new address into the state header; take it
- * from there (lib_lock held).  Taking lib_rlock also waits for a guard
- * that is handling such an event right now.
- */
-void
-lib_follow(struct lib_region *lr)
-{
-	const struct hpz_state_header	*h = lr->smap;
-	uint64_t			 a, len;
-
-	if (h == NULL || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) !=
-	    HPZ_STATE_MAGIC)
-		return;
-	a = __atomic_load_n(&h->addr, __ATOMIC_ACQUIRE);
-	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-	if (a == lr->addr || a == 0 || len != lr->len ||
-	    a % lr->page_size != 0 || a + len < a)
-		return;
-	pthread_mutex_lock(&lib_rlock);
-	lr->addr = (uintptr_t)a;
-	pthread_mutex_unlock(&lib_rlock);
-}
-
-static void
-lib_follow_all(void)
-{
-	struct lib_region	*lr;
-
-	pthread_mutex_lock(&lib_rlock);
-	pthread_mutex_unlock(&lib_rlock);
-	for (lr = lib_regions; lr != NULL; lr = lr->next)
-		lib_follow(lr);
-}
-
-/* The record of the daemon's region id (from its reply), or NULL. */
-static struct lib_region *
-lib_find_id(uint64_t id)
-{
-	struct lib_region	*lr;
-
-	if (id == 0)
-		return (NULL);
-	for (lr = lib_regions; lr != NULL; lr = lr->next)
-		if (lr->id == id)
-			return (lr);
-	return (NULL);
-}
-
-/*
  * A request about a range we do not know (lib_lock held): it may be a
  * region the daemon has seen move and we have not yet (its mremap returns
  * once the event is read, perhaps before the header says so).  Ask the
@@ -487,102 +146,6 @@ lib_ask_moved(void *req, size_t len, struct hpz_msg *reply,
 	if ((*out = lib_find_id(reply->u.reply.region_id)) != NULL)
 		lib_follow(*out);
 	return (0);
-}
-
-/* The registered-region record for exactly this range, or NULL. */
-static struct lib_region *
-lib_find(uintptr_t addr, size_t len, struct lib_region ***prevp)
-{
-	struct lib_region	**pp, *lr;
-
-	for (pp = &lib_regions; (lr = *pp) != NULL; pp = &lr->next) {
-		if (lr->addr == addr && lr->len == len) {
-			if (prevp != NULL)
-				*prevp = pp;
-			return (lr);
-		}
-	}
-	return (NULL);
-}
-
-/* The record whose range holds [addr, addr+len), or NULL. */
-static struct lib_region *
-lib_find_within(uintptr_t addr, size_t len)
-{
-	struct lib_region	*lr;
-
-	for (lr = lib_regions; lr != NULL; lr = lr->next)
-		if (addr >= lr->addr && len <= lr->len &&
-		    addr - lr->addr <= lr->len - len)
-			return (lr);
-	return (NULL);
-}
-
-/*
- * lib_find and lib_find_within, following moves (lib_follow_all) only on
- * a miss: reading every header costs a cache miss each, for 1000 regions
- * as much as the request.
- */
-static struct lib_region *
-lib_lookup(uintptr_t addr, size_t len)
-{
-	struct lib_region	*lr;
-
-	if ((lr = lib_find(addr, len, NULL)) == NULL) {
-		lib_follow_all();
-		lr = lib_find(addr, len, NULL);
-	}
-	return (lr);
-}
-
-static struct lib_region *
-lib_lookup_within(uintptr_t addr, size_t len)
-{
-	struct lib_region	*lr;
-
-	if ((lr = lib_find_within(addr, len)) == NULL) {
-		lib_follow_all();
-		lr = lib_find_within(addr, len);
-	}
-	return (lr);
-}
-
-/* Does [addr, addr+len) overlap a region we know (where it lies now)? */
-static int
-lib_overlaps(uintptr_t addr, size_t len)
-{
-	if (lib_find_within(addr, 1) == NULL &&
-	    lib_find_within(addr + len - 1, 1) == NULL)
-		return (0);
-	lib_follow_all();
-	return (lib_find_within(addr, 1) != NULL ||
-	    lib_find_within(addr + len - 1, 1) != NULL);
-}
-
-int
-lib_is_registered(const struct hpz_region *region)
-{
-	int	found;
-
-	pthread_mutex_lock(&lib_lock);
-	found = lib_lookup((uintptr_t)region->addr, region->len) != NULL;
-	pthread_mutex_unlock(&lib_lock);
-	return (found);
-}
-
-/* Drop our record of a region whose mapping is gone. */
-void
-lib_forget(const struct hpz_region *region)
-{
-	struct lib_region	*lr;
-
-	pthread_mutex_lock(&lib_lock);
-	lr = lib_lookup((uintptr_t)region->addr, region->len);
-	if (lr != NULL) {
-		lib_guard_unlink(lr);
-		lib_region_free(lr);
-	}
-	pthread_mutex_unlock(&lib_lock);
 }
 
 /*
@@ -645,7 +208,7 @@ hpz_register(const struct hpz_region *region)
 	int			 rezap;
 	pid_t			 other;
 
-	pthread_once(&lib_once, lib_init_once);
+	lib_init();
 	if ((error = lib_check_region(region)) != 0)
 		return (error);
 	if ((page = hpz_page_size(region->fd)) < 0)
@@ -992,7 +555,7 @@ hpz_status(struct hpz_status *st)
 
 	if (st == NULL)
 		return (lib_fail(-EINVAL, "status is NULL"));
-	pthread_once(&lib_once, lib_init_once);
+	lib_init();
 	proto_init(&req, HPZ_MSG_STATUS, sizeof(req), 0);
 	pthread_mutex_lock(&lib_lock);
 	error = lib_request(&req, sizeof(req), NULL, 0, &reply,
@@ -1074,7 +637,7 @@ hpz_list_regions(struct hpz_region_info *info, size_t max, size_t *count)
 
 	if (count == NULL || (info == NULL && max != 0))
 		return (lib_fail(-EINVAL, "count is NULL"));
-	pthread_once(&lib_once, lib_init_once);
+	lib_init();
 	pthread_mutex_lock(&lib_lock);
 	do {
 		proto_init(&req, HPZ_MSG_REGIONS, sizeof(req), 0);
