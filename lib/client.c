@@ -2,9 +2,9 @@
  * client.c - libhpz's calls: hpz_register (the userfaultfd handshake in
  * the caller, the page-state memfd, the fds passed to hpzerod) in named
  * steps, hpz_unregister, hpz_reset, hpz_set_policy, hpz_status,
- * hpz_list_regions, hpz_page_size.  The connection is conn.c's, the
- * records of our regions registry.c's; while hpzerod is away guard.c
- * serves.
+ * hpz_list_regions, hpz_page_size, hpz_strerror.  The connection is
+ * conn.c's, the records of our regions registry.c's; while hpzerod is
+ * away guard.c serves.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +32,43 @@
 	UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_THREAD_ID | \
 	UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP | \
 	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_FORK)
+
+/* The words for the errors libhpz returns; strerror's for any other. */
+const char *
+hpz_strerror(int err)
+{
+	const char	*s;
+
+	if (err > 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return ("success");
+	case -ECONNREFUSED:
+	case -ENOENT:
+		return ("hpzerod is not running (nothing listens on the "
+		    "socket)");
+	case -ECONNRESET:
+	case -EPIPE:
+		return ("the connection to hpzerod was lost");
+	case -EBUSY:
+		return ("the region overlaps a registered region");
+	case -ENXIO:
+		return ("no such registered region");
+	case -EDQUOT:
+		return ("over a limit of hpzerod");
+	case -EINVAL:
+		return ("invalid region or request");
+	case -ENOTSUP:
+		return ("the kernel lacks the userfaultfd features needed");
+	case -ETIMEDOUT:
+		return ("hpzerod did not answer in time");
+	case -EPROTO:
+		return ("hpzerod answered out of protocol");
+	}
+	s = strerrordesc_np(-err);
+	return (s != NULL ? s : "unknown error");
+}
 
 /*
  * A new page-state memfd for npages pages, all zero (every page "keep"
@@ -123,6 +160,28 @@ lib_uffd_features(uint64_t *features)
 	return (0);
 }
 
+/* A message of type about [addr, addr+len): unregister, reset, scrub. */
+static void
+lib_range_msg(struct hpz_msg_range *req, uint16_t type, uintptr_t addr,
+    size_t len)
+{
+	proto_init(req, type, sizeof(*req), 0);
+	req->addr = addr;
+	req->len = len;
+}
+
+/* Such a message sent (lib_lock held), answered by a plain reply. */
+static int
+lib_range_request(uint16_t type, uintptr_t addr, size_t len,
+    struct hpz_msg *reply)
+{
+	struct hpz_msg_range	req;
+
+	lib_range_msg(&req, type, addr, len);
+	return (lib_request(&req, sizeof(req), NULL, 0, reply,
+	    HPZ_MSG_REPLY));
+}
+
 /*
  * A request about a range we do not know (lib_lock held): it may be a
  * region the daemon has seen move and we have not yet (its mremap returns
@@ -192,31 +251,36 @@ lib_check_region(const struct hpz_region *region)
 	return (0);
 }
 
-int
-hpz_register(const struct hpz_region *region)
-{
-	struct hpz_msg_register	 req;
-	struct hpz_msg		 reply;
-	struct uffdio_api	 api;
-	struct uffdio_register	 ureg;
-	struct uffdio_range	 range;
-	struct lib_region	*lr = NULL;
-	uint64_t		 offered = 0, need;
-	void			*smap = NULL;
+/*
+ * hpz_register as it goes, step by step.  The record is made first and
+ * takes each thing as a step gets it, so that nothing can fail once the
+ * daemon said yes; lib_register_undo gives back what a failed step left.
+ */
+struct lib_registering {
+	const struct hpz_region	*region;
 	long			 page;
-	int			 uffd = -1, sfd = -1, bfd = -1, fds[3], error;
-	int			 rezap;
-	pid_t			 other;
+	struct lib_region	*lr;
+	int			 registered;	/* the range is on lr->uffd */
+	int			 dontfork;	/* MADV_DONTFORK is set on it */
+	int			 rezap;		/* garbage may be mapped again */
+};
 
-	lib_init();
+/* The arguments, before anything is taken: the page size, the alignment. */
+static int
+lib_register_check(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	pid_t			 other;
+	int			 error;
+
 	if ((error = lib_check_region(region)) != 0)
 		return (error);
-	if ((page = hpz_page_size(region->fd)) < 0)
-		return ((int)page);
+	if ((rg->page = hpz_page_size(region->fd)) < 0)
+		return ((int)rg->page);
 	if (((uintptr_t)region->addr | region->len |
-	    (uint64_t)region->offset) % (uint64_t)page != 0)
+	    (uint64_t)region->offset) % (uint64_t)rg->page != 0)
 		return (lib_fail(-EINVAL, "address, length and offset must be "
-		    "multiples of the backing page size %ld", page));
+		    "multiples of the backing page size %ld", rg->page));
 	/* Garbage is guarded here only (mappers.c, hpz_register(3)). */
 	if ((region->flags & HPZ_DISCARD) && (other = mappers_other(region->fd,
 	    (uint64_t)region->offset, region->len)) > 0)
@@ -224,32 +288,59 @@ hpz_register(const struct hpz_region *region)
 		    "too, where its garbage (HPZ_DISCARD) would be readable: "
 		    "unmap it there first, or register without HPZ_DISCARD",
 		    (int)other));
+	return (0);
+}
 
-	pthread_mutex_lock(&lib_lock);
-	if (lib_overlaps((uintptr_t)region->addr, region->len)) {
-		error = lib_fail(-EBUSY, "overlaps a region this process "
-		    "registered");
-		goto out;
-	}
+/* The record of the region, holding nothing yet. */
+static int
+lib_register_record(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct lib_region	*lr;
+
+	if ((lr = rg->lr = calloc(1, sizeof(*lr))) == NULL)
+		return (lib_fail(-ENOMEM, "out of memory"));
+	lr->addr = (uintptr_t)region->addr;
+	lr->len = region->len;
+	lr->offset = (uint64_t)region->offset;
+	lr->page_size = (uint64_t)rg->page;
+	lr->npages = region->len / (uint64_t)rg->page;
+	lr->flags = region->flags;
+	lr->uffd = lr->sfd = lr->fd = lr->lockfd = -1;
+	return (0);
+}
+
+/*
+ * A userfaultfd with the features the kernel offers of those we want
+ * (lib_lock held); none at all if the range overlaps a region of ours or
+ * the kernel has no minor faults for its kind of file.
+ */
+static int
+lib_register_uffd(struct lib_registering *rg)
+{
+	struct lib_region	*lr = rg->lr;
+	struct uffdio_api	 api;
+	uint64_t		 offered = 0, need;
+	int			 error;
+
+	if (lib_overlaps(lr->addr, lr->len))
+		return (lib_fail(-EBUSY, "overlaps a region this process "
+		    "registered"));
 	if ((error = lib_uffd_features(&offered)) != 0)
-		goto out;
-	need = (uint64_t)page > LIB_BASE_PAGE ? UFFD_FEATURE_MINOR_HUGETLBFS :
+		return (error);
+	need = lr->page_size > LIB_BASE_PAGE ? UFFD_FEATURE_MINOR_HUGETLBFS :
 	    UFFD_FEATURE_MINOR_SHMEM;
-	if ((offered & need) == 0) {
-		error = lib_fail(-ENOTSUP, "the kernel offers no userfaultfd "
-		    "minor faults for %s", (uint64_t)page > LIB_BASE_PAGE ?
-		    "hugetlbfs" : "shmem");
-		goto out;
-	}
-	if ((uffd = lib_uffd_open()) < 0) {
-		error = uffd;
-		goto out;
-	}
+	if ((offered & need) == 0)
+		return (lib_fail(-ENOTSUP, "the kernel offers no userfaultfd "
+		    "minor faults for %s", lr->page_size > LIB_BASE_PAGE ?
+		    "hugetlbfs" : "shmem"));
+	if ((lr->uffd = lib_uffd_open()) < 0)
+		return (lr->uffd);
 	memset(&api, 0, sizeof(api));
 	api.api = UFFD_API;
 	api.features = offered & LIB_UFFD_WANT;
 	/* On failure the kernel zeroes api: test what we asked for. */
-	if (ioctl(uffd, UFFDIO_API, &api) == -1 && errno == EPERM &&
+	if (ioctl(lr->uffd, UFFDIO_API, &api) == -1 && errno == EPERM &&
 	    (offered & LIB_UFFD_WANT & UFFD_FEATURE_EVENT_FORK)) {
 		/*
 		 * Fork events need CAP_SYS_PTRACE.  Without them a child
@@ -260,109 +351,158 @@ hpz_register(const struct hpz_region *region)
 		api.api = UFFD_API;
 		api.features = offered & LIB_UFFD_WANT &
 		    ~(uint64_t)UFFD_FEATURE_EVENT_FORK;
-		if (ioctl(uffd, UFFDIO_API, &api) == -1)
+		if (ioctl(lr->uffd, UFFDIO_API, &api) == -1)
 			api.api = 0;
 	} else if (api.api != UFFD_API)
 		api.api = 0;
-	if (api.api != UFFD_API) {
-		error = lib_fail(-ENOTSUP, "UFFDIO_API: %s", strerror(errno));
-		goto out;
-	}
+	if (api.api != UFFD_API)
+		return (lib_fail(-ENOTSUP, "UFFDIO_API: %s", strerror(errno)));
+	lr->features = api.features;
+	return (0);
+}
+
+/*
+ * The range on the uffd, for missing and minor faults, with no garbage
+ * of before left mapped (HPZ_DISCARD), kept out of children.
+ */
+static int
+lib_register_range(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct uffdio_register	 ureg;
+	int			 error;
 
 	/*
 	 * Garbage may still be mapped here from before: drop our page tables,
 	 * now, while no uffd event can make the zap wait for a reader.
 	 */
 	if ((region->flags & HPZ_DISCARD) &&
-	    madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
-		error = lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
-		    strerror(errno));
-		goto out;
-	}
+	    madvise(region->addr, region->len, MADV_DONTNEED) == -1)
+		return (lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
+		    strerror(errno)));
 	memset(&ureg, 0, sizeof(ureg));
 	ureg.range.start = (uintptr_t)region->addr;
 	ureg.range.len = region->len;
 	ureg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR;
-	if (ioctl(uffd, UFFDIO_REGISTER, &ureg) == -1) {
+	if (ioctl(rg->lr->uffd, UFFDIO_REGISTER, &ureg) == -1) {
 		error = -errno;
-		lib_fail(error, "UFFDIO_REGISTER: %s%s", strerror(errno),
-		    errno == EINVAL ? " (is the range one MAP_SHARED mapping "
-		    "of a hugetlbfs or shmem file?)" : "");
-		goto out;
+		return (lib_fail(error, "UFFDIO_REGISTER: %s%s",
+		    strerror(errno), errno == EINVAL ? " (is the range one "
+		    "MAP_SHARED mapping of a hugetlbfs or shmem file?)" : ""));
 	}
-	if ((ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0) {
-		error = lib_fail(-ENOTSUP, "UFFDIO_CONTINUE is not offered "
-		    "on this range");
-		goto unregister;
-	}
+	rg->registered = 1;
+	rg->lr->ioctls = ureg.ioctls;
+	if ((ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
+		return (lib_fail(-ENOTSUP, "UFFDIO_CONTINUE is not offered "
+		    "on this range"));
 	/*
 	 * A thread that touched the range between the zap and the register
 	 * mapped garbage again: zap once more when the daemon reads events.
 	 */
-	rezap = (region->flags & HPZ_DISCARD) &&
-	    lib_any_mapped((uintptr_t)region->addr, region->len, page);
+	rg->rezap = (region->flags & HPZ_DISCARD) &&
+	    lib_any_mapped((uintptr_t)region->addr, region->len, rg->page);
 	/* Children must not inherit pages the daemon serves for us. */
-	if (madvise(region->addr, region->len, MADV_DONTFORK) == -1) {
-		error = lib_fail(-errno, "madvise(MADV_DONTFORK): %s",
-		    strerror(errno));
-		goto unregister;
-	}
-	if ((lr = calloc(1, sizeof(*lr))) == NULL) {
-		error = lib_fail(-ENOMEM, "out of memory");
-		goto dofork;
-	}
-	if ((sfd = lib_state_create(region->len / (uint64_t)page)) < 0) {
-		error = sfd;
-		goto dofork;
-	}
+	if (madvise(region->addr, region->len, MADV_DONTFORK) == -1)
+		return (lib_fail(-errno, "madvise(MADV_DONTFORK): %s",
+		    strerror(errno)));
+	rg->dontfork = 1;
+	return (0);
+}
+
+/* The page-state memfd, mapped, and our copy of the backing file. */
+static int
+lib_register_state(struct lib_registering *rg)
+{
+	struct lib_region	*lr = rg->lr;
+
+	if ((lr->sfd = lib_state_create(lr->npages)) < 0)
+		return (lr->sfd);
 	/* Ours to read, and to write while the daemon is away (guard.c). */
-	smap = mmap(NULL, HPZ_STATE_SIZE(region->len / (uint64_t)page),
-	    PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
-	if (smap == MAP_FAILED) {
-		smap = NULL;
-		error = lib_fail(-errno, "mmap of the page state: %s",
-		    strerror(errno));
-		goto dofork;
+	lr->smap = mmap(NULL, HPZ_STATE_SIZE(lr->npages),
+	    PROT_READ | PROT_WRITE, MAP_SHARED, lr->sfd, 0);
+	if (lr->smap == MAP_FAILED) {
+		lr->smap = NULL;
+		return (lib_fail(-errno, "mmap of the page state: %s",
+		    strerror(errno)));
 	}
-	madvise(smap, HPZ_STATE_SIZE(region->len / (uint64_t)page),
-	    MADV_DONTFORK);
-	if ((bfd = fcntl(region->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
-		error = lib_fail(-errno, "dup: %s", strerror(errno));
-		goto dofork;
-	}
+	madvise(lr->smap, HPZ_STATE_SIZE(lr->npages), MADV_DONTFORK);
+	lr->state = (_Atomic uint8_t *)((char *)lr->smap +
+	    HPZ_STATE_PAGES_OFF);
+	if ((lr->fd = fcntl(rg->region->fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return (lib_fail(-errno, "dup: %s", strerror(errno)));
+	return (0);
+}
+
+/* The register request, with the uffd, the backing file and the state. */
+static int
+lib_register_send(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct lib_region	*lr = rg->lr;
+	struct hpz_msg_register	 req;
+	struct hpz_msg		 reply;
+	int			 fds[3], error;
+
 	proto_init(&req, HPZ_MSG_REGISTER, sizeof(req), 0);
 	req.addr = (uintptr_t)region->addr;
 	req.len = region->len;
 	req.offset = (uint64_t)region->offset;
-	req.page_size = (uint64_t)page;
-	req.uffd_features = api.features;
-	req.uffd_ioctls = ureg.ioctls;
+	req.page_size = (uint64_t)rg->page;
+	req.uffd_features = lr->features;
+	req.uffd_ioctls = lr->ioctls;
 	req.flags = region->flags;
-	fds[0] = uffd;
+	fds[0] = lr->uffd;
 	fds[1] = region->fd;
-	fds[2] = sfd;
+	fds[2] = lr->sfd;
 	error = lib_request(&req, sizeof(req), fds, 3, &reply, HPZ_MSG_REPLY);
-	if (error != 0)
-		goto dofork;
+	if (error == 0)
+		lr->id = reply.u.reply.region_id;
+	return (error);
+}
 
-	lr->addr = (uintptr_t)region->addr;
-	lr->len = region->len;
-	lr->offset = (uint64_t)region->offset;
-	lr->page_size = (uint64_t)page;
-	lr->npages = region->len / (uint64_t)page;
-	lr->features = api.features;
-	lr->ioctls = ureg.ioctls;
-	lr->flags = region->flags;
-	lr->uffd = uffd;
-	lr->sfd = sfd;
-	lr->fd = bfd;
-	lr->smap = smap;
-	lr->state = (_Atomic uint8_t *)((char *)smap + HPZ_STATE_PAGES_OFF);
-	lr->lockfd = -1;
-	lr->id = reply.u.reply.region_id;
+/* A step failed: give back what the steps before it took, last first. */
+static void
+lib_register_undo(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct uffdio_range	 range;
+
+	if (rg->dontfork)
+		madvise(region->addr, region->len, MADV_DOFORK);
+	if (rg->registered) {
+		/* Wakes any thread that faulted meanwhile; the kernel serves. */
+		range.start = (uintptr_t)region->addr;
+		range.len = region->len;
+		ioctl(rg->lr->uffd, UFFDIO_UNREGISTER, &range);
+	}
+	lib_region_free(rg->lr);
+}
+
+int
+hpz_register(const struct hpz_region *region)
+{
+	struct lib_registering	rg;
+	int			error;
+
+	lib_init();
+	memset(&rg, 0, sizeof(rg));
+	rg.region = region;
+	if ((error = lib_register_check(&rg)) != 0 ||
+	    (error = lib_register_record(&rg)) != 0)
+		return (error);
+	pthread_mutex_lock(&lib_lock);
+	if ((error = lib_register_uffd(&rg)) != 0 ||
+	    (error = lib_register_range(&rg)) != 0 ||
+	    (error = lib_register_state(&rg)) != 0 ||
+	    (error = lib_register_send(&rg)) != 0) {
+		lib_register_undo(&rg);
+		pthread_mutex_unlock(&lib_lock);
+		return (error);
+	}
+	/* The daemon has it: ours from now on, on lib_regions. */
 	pthread_mutex_lock(&lib_rlock);
-	lr->next = lib_regions;
-	lib_regions = lr;
+	rg.lr->next = lib_regions;
+	lib_regions = rg.lr;
 	pthread_mutex_unlock(&lib_rlock);
 	/* From now on someone must notice when the daemon goes away. */
 	lib_guard_start();
@@ -373,33 +513,14 @@ hpz_register(const struct hpz_region *region)
 	 * reads the event, the daemon (or guard.c), which must know the
 	 * region.  Pages the daemon mapped meanwhile fault once more.
 	 */
-	if (rezap && madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
+	if (rg.rezap && madvise(region->addr, region->len,
+	    MADV_DONTNEED) == -1) {
 		error = -errno;
 		(void)hpz_unregister(region);
 		return (lib_fail(error, "madvise(MADV_DONTNEED): %s",
 		    strerror(-error)));
 	}
 	return (0);
-
-dofork:
-	madvise(region->addr, region->len, MADV_DOFORK);
-unregister:
-	/* Wakes any thread that faulted meanwhile; the kernel serves it. */
-	range.start = (uintptr_t)region->addr;
-	range.len = region->len;
-	ioctl(uffd, UFFDIO_UNREGISTER, &range);
-out:
-	free(lr);
-	if (smap != NULL)
-		munmap(smap, HPZ_STATE_SIZE(region->len / (uint64_t)page));
-	if (uffd >= 0)
-		close(uffd);
-	if (sfd >= 0)
-		close(sfd);
-	if (bfd >= 0)
-		close(bfd);
-	pthread_mutex_unlock(&lib_lock);
-	return (error);
 }
 
 /*
@@ -423,9 +544,8 @@ hpz_unregister(const struct hpz_region *region)
 	pthread_mutex_lock(&lib_lock);
 	lr = lib_lookup((uintptr_t)region->addr, region->len);
 	if (lr == NULL) {
-		proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
+		lib_range_msg(&req, HPZ_MSG_UNREGISTER, (uintptr_t)region->addr,
+		    region->len);
 		error = lib_ask_moved(&req, sizeof(req), &reply, &lr);
 		if (error == 0 && (lr == NULL || lr->addr !=
 		    (uintptr_t)region->addr))
@@ -454,16 +574,13 @@ hpz_unregister(const struct hpz_region *region)
 			pthread_mutex_unlock(&lib_lock);
 			return (error);
 		}
-		proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
-		req.addr = lr->addr;
-		req.len = lr->len;
 		/*
 		 * The daemon drops garbage and unregisters the range itself;
 		 * if it cannot be reached the region stays registered: never
 		 * exposed.
 		 */
-		error = lib_request(&req, sizeof(req), NULL, 0, &reply,
-		    HPZ_MSG_REPLY);
+		error = lib_range_request(HPZ_MSG_UNREGISTER, lr->addr,
+		    lr->len, &reply);
 		if (error == 0 || !lib_request_retry(deadline))
 			break;
 	}
@@ -494,9 +611,8 @@ hpz_reset(const struct hpz_region *region)
 	pthread_mutex_lock(&lib_lock);
 	lr = lib_lookup_within((uintptr_t)region->addr, region->len);
 	if (lr == NULL) {
-		proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
+		lib_range_msg(&req, HPZ_MSG_RESET, (uintptr_t)region->addr,
+		    region->len);
 		if ((error = lib_ask_moved(&req, sizeof(req), &reply,
 		    &lr)) == 0)
 			goto zap;
@@ -513,11 +629,8 @@ hpz_reset(const struct hpz_region *region)
 			pthread_mutex_unlock(&lib_lock);
 			return (error);
 		}
-		proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
-		error = lib_request(&req, sizeof(req), NULL, 0, &reply,
-		    HPZ_MSG_REPLY);
+		error = lib_range_request(HPZ_MSG_RESET,
+		    (uintptr_t)region->addr, region->len, &reply);
 		if (error == 0 || !lib_request_retry(deadline))
 			break;
 	}
@@ -535,11 +648,8 @@ zap:
 	 * ours maps the range.  Its failure costs speed, not correctness.
 	 */
 	if (error == 0) {
-		proto_init(&req, HPZ_MSG_SCRUB, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
-		(void)lib_request(&req, sizeof(req), NULL, 0, &reply,
-		    HPZ_MSG_REPLY);
+		(void)lib_range_request(HPZ_MSG_SCRUB,
+		    (uintptr_t)region->addr, region->len, &reply);
 	}
 	pthread_mutex_unlock(&lib_lock);
 	return (error);

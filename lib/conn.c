@@ -1,7 +1,7 @@
 /*
  * conn.c - libhpz's connection to hpzerod: the socket, a request and its
  * validated reply, the wait for a daemon that went away, the reason a call
- * failed (hpz_last_error, hpz_strerror), and what a forked child must not
+ * failed (lib_fail, hpz_last_error), and what a forked child must not
  * share.  The regions are registry.c's, the calls client.c's; what
  * happens while hpzerod is away (reconnecting, serving faults ourselves)
  * is in guard.c.
@@ -52,42 +52,6 @@ const char *
 hpz_last_error(void)
 {
 	return (lib_error);
-}
-
-const char *
-hpz_strerror(int err)
-{
-	const char	*s;
-
-	if (err > 0)
-		err = -err;
-	switch (err) {
-	case 0:
-		return ("success");
-	case -ECONNREFUSED:
-	case -ENOENT:
-		return ("hpzerod is not running (nothing listens on the "
-		    "socket)");
-	case -ECONNRESET:
-	case -EPIPE:
-		return ("the connection to hpzerod was lost");
-	case -EBUSY:
-		return ("the region overlaps a registered region");
-	case -ENXIO:
-		return ("no such registered region");
-	case -EDQUOT:
-		return ("over a limit of hpzerod");
-	case -EINVAL:
-		return ("invalid region or request");
-	case -ENOTSUP:
-		return ("the kernel lacks the userfaultfd features needed");
-	case -ETIMEDOUT:
-		return ("hpzerod did not answer in time");
-	case -EPROTO:
-		return ("hpzerod answered out of protocol");
-	}
-	s = strerrordesc_np(-err);
-	return (s != NULL ? s : "unknown error");
 }
 
 /* A child must not share the parent's connection or its regions. */
