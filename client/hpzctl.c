@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "size.h"
 #include "cli.h"
+#include "hpzctl.h"
 
 /*
  * One number of struct hpz_status (a line of hpz-counters.h): its name is
@@ -65,7 +66,6 @@ static int	hpzctl_query(struct hpz_status *);
 static unsigned long long hpzctl_percentile(const struct hpz_status *, double);
 static unsigned long long hpzctl_hist_percentile(const unsigned long long *,
 		    unsigned long long, double);
-static double	hpzctl_gbs(unsigned long long, unsigned long long);
 static struct hpz_region_info *hpzctl_regions(size_t *);
 static int	hpzctl_status(int, char **);
 static const char *hpzctl_limit(unsigned long long, unsigned long long, int,
@@ -75,8 +75,6 @@ static void	hpzctl_costs(const struct hpz_status *);
 static int	hpzctl_stats(int, char **);
 static int	hpzctl_stats_table(const struct hpz_status *);
 static int	hpzctl_regions_table(void);
-static int	hpzctl_json_add(struct json_object *, const char *,
-		    unsigned long long);
 static int	hpzctl_stats_json(const struct hpz_status *);
 static double	hpzctl_parse_interval(const char *, const char *);
 static unsigned long hpzctl_parse_count(const char *, const char *);
@@ -91,18 +89,10 @@ static int	hpzctl_top_wait(const sigset_t *, double);
 static int	hpzctl_top_loop(double, unsigned long);
 static int	hpzctl_top(int, char **);
 static void	hpzctl_prom_label(FILE *, const char *);
-static void	hpzctl_prom_head(FILE *, const char *, const char *,
-		    const char *);
 static void	hpzctl_prom_fields(FILE *, const struct hpz_status *);
 static int	hpzctl_prom_write(FILE *, const struct hpz_status *,
 		    const struct hpz_region_info *, size_t);
 static int	hpzctl_prometheus(int, char **);
-static size_t	hpzctl_pools(struct hpz_pool_info *, size_t);
-static void	hpzctl_pool_status(void);
-static void	hpzctl_pool_table(void);
-static int	hpzctl_pool_json(struct json_object *);
-static void	hpzctl_pool_top(double);
-static void	hpzctl_pool_prom(FILE *);
 
 /* Tell the user how to call us, on stdout for -h, on stderr for mistakes. */
 static void
@@ -126,6 +116,52 @@ hpzctl_usage(FILE *f)
 	    "                       then %s)\n"
 	    "  -h, --help           this help\n"
 	    "      --version        print the version\n", HPZ_SOCKET_DEFAULT);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help",	no_argument,		NULL,	'h' },
+		{ "socket",	required_argument,	NULL,	's' },
+		{ "version",	no_argument,		NULL,	'V' },
+		{ NULL,		0,			NULL,	0 }
+	};
+	const char	*cmd;
+	int		 ch;
+
+	cli_prog = "hpzctl";
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:hs:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'h':
+			hpzctl_usage(stdout);
+			return (0);
+		case 's':
+			cli_socket_option(hpzctl_usage, optarg);
+			break;
+		case 'V':
+			printf("hpzctl %s\n", HPZ_VERSION);
+			return (0);
+		default:
+			hpzctl_bad_option("", ch, argv);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc == 0)
+		hpzctl_usage_error("no command given");
+
+	cmd = argv[0];
+	if (strcmp(cmd, "status") == 0)
+		return (hpzctl_status(argc, argv));
+	if (strcmp(cmd, "stats") == 0)
+		return (hpzctl_stats(argc, argv));
+	if (strcmp(cmd, "top") == 0)
+		return (hpzctl_top(argc, argv));
+	if (strcmp(cmd, "prometheus") == 0)
+		return (hpzctl_prometheus(argc, argv));
+	hpzctl_usage_error("unknown command '%s'", cmd);
 }
 
 /* Read one counter through the field table. */
@@ -360,7 +396,7 @@ hpzctl_hist_percentile(const unsigned long long *hist, unsigned long long max,
 	return (2ULL << i);
 }
 
-static double
+double
 hpzctl_gbs(unsigned long long bytes, unsigned long long ns)
 {
 	return (ns == 0 ? 0.0 : (double)bytes / (double)ns);
@@ -462,7 +498,7 @@ hpzctl_regions_table(void)
 }
 
 /* Add an unsigned counter; json-c before 0.14 has only signed 64 bits. */
-static int
+int
 hpzctl_json_add(struct json_object *obj, const char *key,
     unsigned long long v)
 {
@@ -687,9 +723,6 @@ hpzctl_top_sample(struct hpz_status *st, size_t *n)
 	return (info);
 }
 
-/* cur - prev of a counter, 0 if it went back (the daemon restarted). */
-#define HPZCTL_DELTA(c, p, f)	((c)->f >= (p)->f ? (c)->f - (p)->f : 0)
-
 /* One screen: what happened between prev and cur, secs apart. */
 static void
 hpzctl_top_screen(const struct hpz_status *prev, const struct hpz_status *cur,
@@ -871,7 +904,7 @@ hpzctl_prom_label(FILE *f, const char *s)
 	}
 }
 
-static void
+void
 hpzctl_prom_head(FILE *f, const char *name, const char *type,
     const char *help)
 {
@@ -1070,266 +1103,4 @@ out:
 	}
 	free(info);
 	return (rc);
-}
-
-/* --- the pool --------------------------------------------------------------- */
-
-#define HPZCTL_MAX_POOLS	128
-
-/* The daemon's pools into info; 0 when it has none or does not say. */
-static size_t
-hpzctl_pools(struct hpz_pool_info *info, size_t max)
-{
-	size_t	n = 0;
-
-	if (hpz_pool_status(info, max, &n) != 0)
-		return (0);
-	return (n < max ? n : max);
-}
-
-/* "2 MiB" or "1 GiB". */
-static const char *
-hpzctl_page_name(unsigned long long size, char *buf, size_t len)
-{
-	return (size_format(SIZE_FMT_DECIMAL, size, buf, len));
-}
-
-/* Pages a second the filler allocated, while it allocated. */
-static double
-hpzctl_pool_rate(const struct hpz_pool_info *p)
-{
-	return (p->fill_ns == 0 ? 0.0 : (double)p->filled_pages /
-	    ((double)p->fill_ns / 1e9));
-}
-
-static void
-hpzctl_pool_status(void)
-{
-	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
-	const struct hpz_pool_info	*p;
-	char				 b1[32], b2[32];
-	size_t				 i, n = hpzctl_pools(info,
-					     HPZCTL_MAX_POOLS);
-
-	for (i = 0; i < n; i++) {
-		p = &info[i];
-		hpzctl_page_name(p->page_size, b1, sizeof b1);
-		printf("  %-18s %s pages, node %d: %s, %llu of %llu ready "
-		    "(%s), keeps %llu free (the host has %llu)\n",
-		    i == 0 ? "pool:" : "", b1, p->node, p->enabled ? "on" :
-		    "off", p->ready_pages, p->target_pages,
-		    size_format(SIZE_FMT_DECIMAL, p->ready_pages * p->page_size, b2, sizeof b2),
-		    p->reserve_pages, p->host_avail_pages);
-		printf("  %-18s %llu allocated (%.0f pages/s, %.1f GB/s), %llu "
-		    "files handed out (%llu pages), %llu misses, %llu refused, "
-		    "%llu given back\n", "", p->filled_pages,
-		    hpzctl_pool_rate(p), hpzctl_gbs(p->filled_pages *
-		    p->page_size, p->fill_ns), p->handouts, p->handout_pages,
-		    p->misses, p->refused, p->yielded_pages);
-	}
-}
-
-static void
-hpzctl_pool_table(void)
-{
-	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
-	const struct hpz_pool_info	*p;
-	char				 b1[32];
-	size_t				 i, n = hpzctl_pools(info,
-					     HPZCTL_MAX_POOLS);
-
-	if (n == 0)
-		return;
-	printf("\npool\n");
-	printf("  %7s %4s %3s %8s %8s %8s %8s %10s %9s %9s %8s %8s %8s\n",
-	    "page", "node", "on", "ready", "target", "reserve", "host",
-	    "allocated", "GB/s", "handouts", "pages", "misses", "yielded");
-	for (i = 0; i < n; i++) {
-		p = &info[i];
-		printf("  %7s %4d %3s %8llu %8llu %8llu %8llu %10llu %9.1f "
-		    "%9llu %8llu %8llu %8llu\n", hpzctl_page_name(p->page_size,
-		    b1, sizeof b1), p->node, p->enabled ? "yes" : "no",
-		    p->ready_pages, p->target_pages, p->reserve_pages,
-		    p->host_avail_pages, p->filled_pages,
-		    hpzctl_gbs(p->filled_pages * p->page_size, p->fill_ns),
-		    p->handouts, p->handout_pages, p->misses, p->yielded_pages);
-	}
-}
-
-/* "pools": one object a page size and node. */
-static int
-hpzctl_pool_json(struct json_object *obj)
-{
-	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
-	const struct hpz_pool_info	*p;
-	struct json_object		*arr, *r;
-	size_t				 i, n = hpzctl_pools(info,
-					     HPZCTL_MAX_POOLS);
-
-	if ((arr = json_object_new_array()) == NULL ||
-	    json_object_object_add(obj, "pools", arr) != 0)
-		return (-1);
-	for (i = 0; i < n; i++) {
-		p = &info[i];
-		if ((r = json_object_new_object()) == NULL ||
-		    json_object_array_add(arr, r) != 0 ||
-		    hpzctl_json_add(r, "page_size", p->page_size) != 0 ||
-		    hpzctl_json_add(r, "node", (unsigned long long)p->node) !=
-		    0 ||
-		    json_object_object_add(r, "enabled",
-		    json_object_new_boolean(p->enabled)) != 0 ||
-		    hpzctl_json_add(r, "target_pages", p->target_pages) != 0 ||
-		    hpzctl_json_add(r, "ready_pages", p->ready_pages) != 0 ||
-		    hpzctl_json_add(r, "reserve_pages", p->reserve_pages) != 0 ||
-		    hpzctl_json_add(r, "host_avail_pages",
-		    p->host_avail_pages) != 0 ||
-		    hpzctl_json_add(r, "filled_pages", p->filled_pages) != 0 ||
-		    hpzctl_json_add(r, "fill_ns", p->fill_ns) != 0 ||
-		    hpzctl_json_add(r, "yielded_pages", p->yielded_pages) != 0 ||
-		    hpzctl_json_add(r, "handouts", p->handouts) != 0 ||
-		    hpzctl_json_add(r, "handout_pages", p->handout_pages) != 0 ||
-		    hpzctl_json_add(r, "misses", p->misses) != 0 ||
-		    hpzctl_json_add(r, "refused", p->refused) != 0)
-			return (-1);
-	}
-	return (0);
-}
-
-/* One line a pool: its level, and what happened since the last screen. */
-static void
-hpzctl_pool_top(double secs)
-{
-	static struct hpz_pool_info	 prev[HPZCTL_MAX_POOLS];
-	static size_t			 pn;
-	struct hpz_pool_info		 cur[HPZCTL_MAX_POOLS];
-	const struct hpz_pool_info	*c, *p;
-	char				 b1[32];
-	size_t				 i, j, n = hpzctl_pools(cur,
-					     HPZCTL_MAX_POOLS);
-
-	for (i = 0; i < n; i++) {
-		c = &cur[i];
-		for (j = 0, p = NULL; j < pn; j++)
-			if (prev[j].page_size == c->page_size &&
-			    prev[j].node == c->node)
-				p = &prev[j];
-		printf("  %-14s %s n%d %llu/%llu ready, filled %.1f pages/s, "
-		    "%.1f files/s handed out, %.1f given back/s\n",
-		    i == 0 ? "pool:" : "", hpzctl_page_name(c->page_size, b1,
-		    sizeof b1), c->node, c->ready_pages, c->target_pages,
-		    p == NULL ? 0.0 : (double)HPZCTL_DELTA(c, p, filled_pages) /
-		    secs, p == NULL ? 0.0 : (double)HPZCTL_DELTA(c, p,
-		    handouts) / secs, p == NULL ? 0.0 :
-		    (double)HPZCTL_DELTA(c, p, yielded_pages) / secs);
-	}
-	memcpy(prev, cur, n * sizeof(cur[0]));
-	pn = n;
-}
-
-/* The pools in the text format, labelled by page size and node. */
-static void
-hpzctl_pool_prom(FILE *f)
-{
-	static struct hpz_pool_info	 info[HPZCTL_MAX_POOLS];
-	static const struct {
-		const char	*name;
-		const char	*type;
-		const char	*help;
-		size_t		 off;
-	} m[] = {
-		{ "hpzerod_pool_ready_pages", "gauge",
-		    "Pages allocated ahead and zero, waiting for a region.",
-		    offsetof(struct hpz_pool_info, ready_pages) },
-		{ "hpzerod_pool_target_pages", "gauge",
-		    "Pages the pool is set to hold.",
-		    offsetof(struct hpz_pool_info, target_pages) },
-		{ "hpzerod_pool_reserve_pages", "gauge",
-		    "Free pages the pool leaves to other programs.",
-		    offsetof(struct hpz_pool_info, reserve_pages) },
-		{ "hpzerod_pool_host_free_pages", "gauge",
-		    "Free, unreserved pages of the host, as the pool last saw.",
-		    offsetof(struct hpz_pool_info, host_avail_pages) },
-		{ "hpzerod_pool_filled_pages_total", "counter",
-		    "Pages the pool allocated.",
-		    offsetof(struct hpz_pool_info, filled_pages) },
-		{ "hpzerod_pool_yielded_pages_total", "counter",
-		    "Pages the pool gave back because the host ran short.",
-		    offsetof(struct hpz_pool_info, yielded_pages) },
-		{ "hpzerod_pool_handouts_total", "counter",
-		    "Pool files handed to clients.",
-		    offsetof(struct hpz_pool_info, handouts) },
-		{ "hpzerod_pool_handout_pages_total", "counter",
-		    "Pages in the pool files handed to clients.",
-		    offsetof(struct hpz_pool_info, handout_pages) },
-		{ "hpzerod_pool_misses_total", "counter",
-		    "Requests for a pool file that found none ready.",
-		    offsetof(struct hpz_pool_info, misses) },
-		{ "hpzerod_pool_refused_total", "counter",
-		    "Requests for a pool file over the uid's limit.",
-		    offsetof(struct hpz_pool_info, refused) },
-	};
-	size_t	i, k, n = hpzctl_pools(info, HPZCTL_MAX_POOLS);
-
-	if (n == 0)
-		return;
-	for (k = 0; k < sizeof m / sizeof m[0]; k++) {
-		hpzctl_prom_head(f, m[k].name, m[k].type, m[k].help);
-		for (i = 0; i < n; i++)
-			fprintf(f, "%s{page_size=\"%llu\",node=\"%d\"} %llu\n",
-			    m[k].name, info[i].page_size, info[i].node,
-			    *(const unsigned long long *)(const void *)
-			    ((const char *)&info[i] + m[k].off));
-	}
-	hpzctl_prom_head(f, "hpzerod_pool_fill_seconds_total", "counter",
-	    "Time the pool spent allocating its pages.");
-	for (i = 0; i < n; i++)
-		fprintf(f, "hpzerod_pool_fill_seconds_total{page_size=\"%llu\","
-		    "node=\"%d\"} %.9f\n", info[i].page_size, info[i].node,
-		    (double)info[i].fill_ns / 1e9);
-}
-
-int
-main(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "help",	no_argument,		NULL,	'h' },
-		{ "socket",	required_argument,	NULL,	's' },
-		{ "version",	no_argument,		NULL,	'V' },
-		{ NULL,		0,			NULL,	0 }
-	};
-	const char	*cmd;
-	int		 ch;
-
-	cli_prog = "hpzctl";
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:hs:", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'h':
-			hpzctl_usage(stdout);
-			return (0);
-		case 's':
-			cli_socket_option(hpzctl_usage, optarg);
-			break;
-		case 'V':
-			printf("hpzctl %s\n", HPZ_VERSION);
-			return (0);
-		default:
-			hpzctl_bad_option("", ch, argv);
-		}
-	}
-	argc -= optind;
-	argv += optind;
-	if (argc == 0)
-		hpzctl_usage_error("no command given");
-
-	cmd = argv[0];
-	if (strcmp(cmd, "status") == 0)
-		return (hpzctl_status(argc, argv));
-	if (strcmp(cmd, "stats") == 0)
-		return (hpzctl_stats(argc, argv));
-	if (strcmp(cmd, "top") == 0)
-		return (hpzctl_top(argc, argv));
-	if (strcmp(cmd, "prometheus") == 0)
-		return (hpzctl_prometheus(argc, argv));
-	hpzctl_usage_error("unknown command '%s'", cmd);
 }

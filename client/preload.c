@@ -2,20 +2,17 @@
  * preload.c - libhpz-preload.so, the LD_PRELOAD half of hpz-run: a program's
  * large writable MAP_SHARED mappings of hugetlbfs or shmem files are
  * registered with hpzerod as they are made, and unregistered before they
- * are unmapped, moved or mapped over.  A hugetlb memfd the program makes
- * and sizes (memfd_create, then ftruncate: QEMU's memory-backend-memfd)
- * becomes a file of hpzerod's pre-zeroed pool.  Everything else passes
- * untouched, and a failure only ever costs the program hpzerod's help,
- * never a different result or errno.
+ * are unmapped, moved or mapped over.  Everything else passes untouched,
+ * and a failure only ever costs the program hpzerod's help, never a
+ * different result or errno.
  *
- * A range has one userfaultfd.  When the program registers a uffd of its
- * own on one of ours (QEMU's postcopy and background snapshot, and their
- * probes), ours is handed over first: hpz_unregister, which drops the
- * garbage from the file, then the program's ioctl; when the program lets
- * go of the range (UFFDIO_UNREGISTER, or close of that uffd) we register
- * it again, without HPZ_DISCARD.  Before the program passes the file of a
- * region that may still hold garbage to another process (SCM_RIGHTS), the
- * garbage is dropped the same way: only our uffd guards it.
+ * This file: the settings, the next definitions in line (dlsym), the table
+ * of mappings registered, and the interposers of the mappings (mmap,
+ * mmap64, munmap, mremap) and of hpz_register.  preload-uffd.c hands a
+ * range over to the program's own userfaultfd and takes it back (ioctl,
+ * close) and drops garbage before a file leaves the process (sendmsg);
+ * preload-pool.c swaps a pool file in for a hugetlb memfd the program
+ * makes (memfd_create, ftruncate, ftruncate64).
  */
 #if defined(_FILE_OFFSET_BITS) && _FILE_OFFSET_BITS == 64
 #undef _FILE_OFFSET_BITS	/* we define both mmap and mmap64 */
@@ -26,7 +23,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,12 +34,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/vfs.h>
-#include <linux/falloc.h>
 #include <linux/magic.h>
-#include <linux/memfd.h>
-#include <linux/userfaultfd.h>
 
 #include "hpz.h"
 #include "mappers.h"
@@ -51,28 +43,9 @@
 #include "runselect.h"
 #include "size.h"
 #include "uffd-compat.h"
+#include "preload.h"
 
 #define PRELOAD_MIN_DEFAULT	(64UL << 20)
-#define PRELOAD_SLOTS		256	/* registered mappings at once */
-
-/* A slot of the mapping table. */
-#define PRELOAD_FREE		0
-#define PRELOAD_PENDING		1	/* a call to hpzerod in flight */
-#define PRELOAD_REGISTERED	2
-#define PRELOAD_HANDED		3	/* the program's own uffd has it */
-
-struct preload_map {
-	int		 state;
-	uintptr_t	 addr;
-	size_t		 len;
-	size_t		 page;
-	int		 fd;		/* our copy of the file, or -1 */
-	off64_t		 off;
-	unsigned int	 flags;		/* as registered */
-	dev_t		 dev;		/* the file, for SCM_RIGHTS */
-	ino_t		 ino;
-	int		 uffd;		/* HANDED: the program's uffd, or -1 */
-};
 
 /* The definitions ours hide, found with dlsym(RTLD_NEXT). */
 static void	*(*real_mmap)(void *, size_t, int, int, int, off_t);
@@ -81,34 +54,32 @@ static int	 (*real_munmap)(void *, size_t);
 static void	*(*real_mremap)(void *, size_t, size_t, int, ...);
 static int	 (*real_ioctl)(int, unsigned long, ...);
 static int	 (*real_close)(int);
-static ssize_t	 (*real_sendmsg)(int, const struct msghdr *, int);
-static int	 (*real_register)(const struct hpz_region *);
-static int	 (*real_memfd_create)(const char *, unsigned int);
-static int	 (*real_ftruncate)(int, off_t);
-static int	 (*real_ftruncate64)(int, off64_t);
+ssize_t		 (*real_sendmsg)(int, const struct msghdr *, int);
+int		 (*real_register)(const struct hpz_region *);
+int		 (*real_memfd_create)(const char *, unsigned int);
+int		 (*real_ftruncate)(int, off_t);
+int		 (*real_ftruncate64)(int, off64_t);
 
 static pthread_once_t		 preload_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t		 preload_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct preload_map	 preload_maps[PRELOAD_SLOTS];
-static int			 preload_used;	/* slots not free */
-static int			 preload_handed;	/* slots handed over */
-static int			 preload_discards;	/* registered discard */
-static size_t			 preload_min = PRELOAD_MIN_DEFAULT;
-static unsigned int		 preload_flags;
+pthread_mutex_t			 preload_lock = PTHREAD_MUTEX_INITIALIZER;
+struct preload_map		 preload_maps[PRELOAD_SLOTS];
+int				 preload_used;
+int				 preload_handed;
+int				 preload_discards;
+size_t				 preload_min = PRELOAD_MIN_DEFAULT;
+unsigned int			 preload_flags;
 static struct runselect		 preload_select;
-static int			 preload_verbose;
-static int			 preload_off;	/* given up for this process */
+int				 preload_verbose;
+int				 preload_off;
 static int			 preload_warned;
 static int			 preload_started;	/* constructor done */
 static void			*preload_libhpz;	/* base of libhpz.so */
-static int			 preload_nopool;	/* -f nopool */
-static int			 preload_ncandidates;	/* memfds not sized yet */
-
-/* Set while this thread is inside a wrapper: calls made meanwhile pass. */
-static __thread int preload_busy __attribute__((tls_model("initial-exec")));
+int				 preload_nopool;
+unsigned long			 preload_map_gen;
+__thread int			 preload_busy;
 
 /* One line to stderr, without stdio (we may be called from anywhere). */
-static void __attribute__((format(printf, 1, 2)))
+void
 preload_say(const char *fmt, ...)
 {
 	char	buf[512];
@@ -127,7 +98,7 @@ preload_say(const char *fmt, ...)
 }
 
 /* "32 MiB", "64 KiB" or "5000 bytes", for the verbose lines. */
-static const char *
+const char *
 preload_size_text(size_t len, char *buf, size_t size)
 {
 	if (len != 0 && len % (1UL << 20) == 0)
@@ -183,6 +154,13 @@ preload_resolve(void)
 	preload_busy--;
 }
 
+/* preload_resolve, once. */
+void
+preload_resolve_once(void)
+{
+	pthread_once(&preload_once, preload_resolve);
+}
+
 /*
  * The settings, read once the C library is up: a runtime that maps memory
  * in its own early start-up (ASan does) may come first, and is left alone.
@@ -195,7 +173,7 @@ preload_init(void)
 	uint64_t	 min;
 
 	preload_busy++;
-	pthread_once(&preload_once, preload_resolve);
+	preload_resolve_once();
 	if (real_register == NULL)
 		preload_off = 1;
 	if ((s = getenv("HPZ_RUN_MIN")) != NULL && *s != '\0') {
@@ -259,7 +237,7 @@ preload_real_munmap(void *addr, size_t len)
 	return ((int)syscall(SYS_munmap, addr, len));
 }
 
-static int
+int
 preload_real_ioctl(int fd, unsigned long req, void *arg)
 {
 	if (real_ioctl != NULL)
@@ -267,7 +245,7 @@ preload_real_ioctl(int fd, unsigned long req, void *arg)
 	return ((int)syscall(SYS_ioctl, fd, req, arg));
 }
 
-static int
+int
 preload_real_close(int fd)
 {
 	if (real_close != NULL)
@@ -276,17 +254,17 @@ preload_real_close(int fd)
 }
 
 /* Whether this call may do our work: not a nested one, not too early. */
-static int
+int
 preload_ready(void)
 {
 	if (preload_busy)
 		return (0);
-	pthread_once(&preload_once, preload_resolve);
+	preload_resolve_once();
 	return (__atomic_load_n(&preload_started, __ATOMIC_ACQUIRE));
 }
 
 /* Was this call made from inside libhpz (its own uffds, its own maps)? */
-static int
+int
 preload_from_libhpz(const void *caller)
 {
 	Dl_info	info;
@@ -376,7 +354,7 @@ preload_give_up(int error)
 }
 
 /* Forget a slot (preload_lock held); its copy of the file is closed. */
-static void
+void
 preload_slot_free(struct preload_map *m)
 {
 	if (m->state == PRELOAD_HANDED)
@@ -392,7 +370,7 @@ preload_slot_free(struct preload_map *m)
 }
 
 /* A slot's mapping, as hpz_register takes it. */
-static void
+void
 preload_slot_region(const struct preload_map *m, struct hpz_region *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -580,197 +558,6 @@ preload_release(const void *addr, size_t len)
 	}
 }
 
-/*
- * The program is about to register its own uffd on [start, end): every
- * region of ours there is unregistered first.  hpzerod drops its garbage
- * from the file (holes read zero) and lets go of the range, so the
- * program's uffd sees only data and holes.  How many went.
- */
-static int
-preload_hand_over(int uffd, uintptr_t start, uintptr_t end)
-{
-	struct preload_map	*m;
-	struct hpz_region	 r;
-	char			 sz[32];
-	int			 i, error, n = 0;
-
-	for (i = 0; i < PRELOAD_SLOTS; i++) {
-		m = &preload_maps[i];
-		pthread_mutex_lock(&preload_lock);
-		if (m->state != PRELOAD_REGISTERED || end <= m->addr ||
-		    start >= m->addr + m->len) {
-			pthread_mutex_unlock(&preload_lock);
-			continue;
-		}
-		m->state = PRELOAD_PENDING;
-		if (m->flags & HPZ_DISCARD)
-			__atomic_sub_fetch(&preload_discards, 1,
-			    __ATOMIC_RELAXED);
-		preload_slot_region(m, &r);
-		pthread_mutex_unlock(&preload_lock);
-
-		error = hpz_unregister(&r);
-
-		pthread_mutex_lock(&preload_lock);
-		if (error == 0) {
-			m->state = PRELOAD_HANDED;
-			m->flags &= ~HPZ_DISCARD;
-			m->uffd = uffd;
-			__atomic_add_fetch(&preload_handed, 1,
-			    __ATOMIC_RELAXED);
-			n++;
-		} else {
-			m->state = PRELOAD_REGISTERED;
-			if (m->flags & HPZ_DISCARD)
-				__atomic_add_fetch(&preload_discards, 1,
-				    __ATOMIC_RELAXED);
-		}
-		pthread_mutex_unlock(&preload_lock);
-		if (error == 0 && preload_verbose)
-			preload_say("hpz-run: [%d] handed %s at %p over to the "
-			    "program's userfaultfd %d", (int)getpid(),
-			    preload_size_text(r.len, sz, sizeof(sz)), r.addr,
-			    uffd);
-		else if (error != 0)
-			preload_say("hpz-run: [%d] cannot hand %s at %p over to "
-			    "the program's userfaultfd (its UFFDIO_REGISTER "
-			    "will fail with EBUSY): %s", (int)getpid(),
-			    preload_size_text(r.len, sz, sizeof(sz)), r.addr,
-			    hpz_last_error());
-	}
-	return (n);
-}
-
-/*
- * The program let go of ranges: of [start, end) (UFFDIO_UNREGISTER; both
- * 0: none), or of everything its uffd closed held (closed; -1: none).
- * Register what we handed over there again, as data: what the program
- * placed meanwhile is kept, holes are filled with pages the kernel zeroes.
- * A range still held by a uffd of the program (EBUSY) stays handed over
- * until the next time.
- */
-static void
-preload_take_back(int closed, uintptr_t start, uintptr_t end)
-{
-	struct preload_map	*m;
-	struct hpz_region	 r;
-	char			 sz[32];
-	int			 i, error;
-
-	for (i = 0; i < PRELOAD_SLOTS; i++) {
-		m = &preload_maps[i];
-		pthread_mutex_lock(&preload_lock);
-		if (m->state != PRELOAD_HANDED || (m->uffd >= 0 &&
-		    m->uffd != closed && (end <= m->addr ||
-		    start >= m->addr + m->len))) {
-			pthread_mutex_unlock(&preload_lock);
-			continue;
-		}
-		if (m->fd < 0) {
-			/* No copy of the file: the kernel keeps serving it. */
-			preload_slot_free(m);
-			pthread_mutex_unlock(&preload_lock);
-			continue;
-		}
-		m->state = PRELOAD_PENDING;
-		__atomic_sub_fetch(&preload_handed, 1, __ATOMIC_RELAXED);
-		preload_slot_region(m, &r);
-		pthread_mutex_unlock(&preload_lock);
-
-		error = real_register(&r);
-
-		pthread_mutex_lock(&preload_lock);
-		if (error == 0) {
-			m->state = PRELOAD_REGISTERED;
-			m->uffd = -1;
-		} else if (error == -EBUSY) {
-			m->state = PRELOAD_HANDED;
-			__atomic_add_fetch(&preload_handed, 1,
-			    __ATOMIC_RELAXED);
-			if (m->uffd == closed)
-				m->uffd = -1;
-		} else
-			preload_slot_free(m);
-		pthread_mutex_unlock(&preload_lock);
-		if (error == 0 && preload_verbose)
-			preload_say("hpz-run: [%d] took %s at %p back from the "
-			    "program's userfaultfd", (int)getpid(),
-			    preload_size_text(r.len, sz, sizeof(sz)), r.addr);
-		else if (error != 0 && error != -EBUSY)
-			preload_say("hpz-run: [%d] cannot register %s at %p "
-			    "again after the program's userfaultfd: %s; the "
-			    "kernel serves it", (int)getpid(),
-			    preload_size_text(r.len, sz, sizeof(sz)), r.addr,
-			    hpz_last_error());
-	}
-}
-
-/*
- * The file open on fd goes to another process, which may map it where our
- * uffd guards nothing: a region of that file that may still hold garbage
- * (registered with discard) gives it up first, and is registered again
- * as data.
- */
-static void
-preload_settle(int fd)
-{
-	struct preload_map	*m;
-	struct hpz_region	 r;
-	struct stat		 sb;
-	char			 sz[32];
-	int			 i, error;
-
-	if (fstat(fd, &sb) == -1)
-		return;
-	for (i = 0; i < PRELOAD_SLOTS; i++) {
-		m = &preload_maps[i];
-		pthread_mutex_lock(&preload_lock);
-		if (m->state != PRELOAD_REGISTERED ||
-		    (m->flags & HPZ_DISCARD) == 0 || m->dev != sb.st_dev ||
-		    m->ino != sb.st_ino) {
-			pthread_mutex_unlock(&preload_lock);
-			continue;
-		}
-		m->state = PRELOAD_PENDING;
-		__atomic_sub_fetch(&preload_discards, 1, __ATOMIC_RELAXED);
-		preload_slot_region(m, &r);
-		pthread_mutex_unlock(&preload_lock);
-
-		/* The daemon drops the garbage from the file on unregister. */
-		if ((error = hpz_unregister(&r)) == 0) {
-			r.flags &= ~HPZ_DISCARD;
-			if (r.fd < 0 || (error = real_register(&r)) != 0)
-				error = error != 0 ? error : -EBADF;
-			pthread_mutex_lock(&preload_lock);
-			if (error == 0) {
-				m->flags = r.flags;
-				m->state = PRELOAD_REGISTERED;
-			} else
-				preload_slot_free(m);
-			pthread_mutex_unlock(&preload_lock);
-			preload_say("hpz-run: [%d] the file of %s at %p goes to "
-			    "another process: its garbage was dropped first%s",
-			    (int)getpid(), preload_size_text(r.len, sz,
-			    sizeof(sz)), r.addr, error == 0 ? "" :
-			    "; the kernel serves it from now on");
-			continue;
-		}
-		/* Still registered, garbage and all: it must not go. */
-		pthread_mutex_lock(&preload_lock);
-		m->state = PRELOAD_REGISTERED;
-		__atomic_add_fetch(&preload_discards, 1, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&preload_lock);
-		preload_say("hpz-run: [%d] the file of %s at %p goes to another "
-		    "process with garbage in it: cannot drop it: %s",
-		    (int)getpid(), preload_size_text(r.len, sz, sizeof(sz)),
-		    r.addr, hpz_last_error());
-	}
-}
-static int	preload_pool_map(void *, size_t, int, off64_t);
-static void	preload_pool_forget(int);
-/* Bumped by every munmap and fixed mmap: a populate ahead stops. */
-static unsigned long	preload_map_gen;
-
 static void *
 preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
     off64_t off, int is64, const void *caller)
@@ -789,9 +576,7 @@ preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 		preload_release(addr, len);
 	}
 	/* A memfd mapped before it is sized keeps its own file. */
-	if (fd >= 0 &&
-	    __atomic_load_n(&preload_ncandidates, __ATOMIC_RELAXED) != 0)
-		preload_pool_forget(fd);
+	preload_pool_forget(fd);
 	errno = saved;
 	p = preload_real_mmap(addr, len, prot, flags, fd, off, is64);
 	if (p != MAP_FAILED && (page = preload_wants(p, len, prot, flags, fd,
@@ -861,461 +646,6 @@ mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	    new_addr));
 }
 
-/* --- the pool ------------------------------------------------------------- */
-
-/*
- * memfd_create gives the program a memfd of its own at once (a probe such
- * as QEMU's qemu_memfd_check closes it again, and must not cost the pool a
- * file); its first ftruncate, which says how much memory it wants, swaps
- * a pool file in under the same fd number.  The memfd's name is set when
- * it is made, so the file keeps the pool's ("hpz-pool"); the name the
- * program asked for is sent along for the daemon's log.
- */
-#define PRELOAD_MEMFDS		16
-
-struct preload_memfd {
-	int		 state;		/* 0 free, 1 a candidate, 2 a pool file */
-	int		 fd;
-	dev_t		 dev;		/* the file fd is, to know it again */
-	ino_t		 ino;
-	unsigned int	 flags;		/* the program's memfd_create flags */
-	unsigned int	 page;		/* HPZ_PAGE_2M or HPZ_PAGE_1G */
-	size_t		 ready;		/* pool file: bytes allocated, zero */
-	char		 name[64];
-};
-
-static struct preload_memfd	 preload_memfds[PRELOAD_MEMFDS];
-
-/* HPZ_PAGE_* of a memfd_create(MFD_HUGETLB) size, or -1. */
-static int
-preload_memfd_page(unsigned int flags)
-{
-	unsigned int	 shift = (flags >> MFD_HUGE_SHIFT) & MFD_HUGE_MASK;
-	char		 line[128];
-	unsigned long	 kb = 0;
-	FILE		*f;
-
-	if (shift == 0) {
-		/* The default huge page size. */
-		if ((f = fopen("/proc/meminfo", "re")) == NULL)
-			return (-1);
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (sscanf(line, "Hugepagesize: %lu kB", &kb) == 1)
-				break;
-		fclose(f);
-		shift = kb == 2048 ? 21 : kb == 1048576 ? 30 : 0;
-	}
-	if (shift == 21)
-		return (HPZ_PAGE_2M);
-	if (shift == 30)
-		return (HPZ_PAGE_1G);
-	return (-1);
-}
-
-/* The slot of fd if it is still the file recorded there, else NULL. */
-static struct preload_memfd *
-preload_memfd_find(int fd, int state)
-{
-	struct preload_memfd	*m;
-	struct stat		 st;
-	int			 i;
-
-	if (fstat(fd, &st) == -1)
-		return (NULL);
-	for (i = 0; i < PRELOAD_MEMFDS; i++) {
-		m = &preload_memfds[i];
-		if (m->state == state && m->dev == st.st_dev &&
-		    m->ino == st.st_ino && (state == 2 || m->fd == fd))
-			return (m);
-	}
-	return (NULL);
-}
-
-int
-memfd_create(const char *name, unsigned int flags)
-{
-	static const unsigned int ours = MFD_CLOEXEC | MFD_ALLOW_SEALING |
-	    MFD_HUGETLB | (MFD_HUGE_MASK << MFD_HUGE_SHIFT);
-	struct preload_memfd	*m;
-	struct stat		 st;
-	int			 fd, page, i, saved;
-
-	pthread_once(&preload_once, preload_resolve);
-	if (real_memfd_create == NULL) {
-		errno = ENOSYS;
-		return (-1);
-	}
-	fd = real_memfd_create(name, flags);
-	if (fd < 0 || (flags & MFD_HUGETLB) == 0 || (flags & ~ours) != 0 ||
-	    preload_nopool || !preload_ready() ||
-	    __atomic_load_n(&preload_off, __ATOMIC_RELAXED))
-		return (fd);
-	saved = errno;
-	preload_busy++;
-	/* libhpz's own memfds come after it asked the pool itself. */
-	if ((page = preload_memfd_page(flags)) >= 0 && fstat(fd, &st) == 0 &&
-	    !preload_from_libhpz(__builtin_return_address(0))) {
-		pthread_mutex_lock(&preload_lock);
-		for (i = 0; i < PRELOAD_MEMFDS; i++)
-			if (preload_memfds[i].state == 0)
-				break;
-		if (i < PRELOAD_MEMFDS) {
-			m = &preload_memfds[i];
-			m->state = 1;
-			m->fd = fd;
-			m->dev = st.st_dev;
-			m->ino = st.st_ino;
-			m->flags = flags;
-			m->page = (unsigned int)page;
-			m->ready = 0;
-			snprintf(m->name, sizeof(m->name), "%s",
-			    name != NULL ? name : "");
-			__atomic_add_fetch(&preload_ncandidates, 1,
-			    __ATOMIC_RELAXED);
-		}
-		pthread_mutex_unlock(&preload_lock);
-	}
-	preload_busy--;
-	errno = saved;
-	return (fd);
-}
-
-/* fd is mapped (or used) as it is: it must stay the program's own file. */
-static void
-preload_pool_forget(int fd)
-{
-	struct preload_memfd	*m;
-
-	pthread_mutex_lock(&preload_lock);
-	if ((m = preload_memfd_find(fd, 1)) != NULL) {
-		m->state = 0;
-		__atomic_sub_fetch(&preload_ncandidates, 1, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&preload_lock);
-}
-
-/*
- * The program sizes a memfd it made: if it is still empty and unsealed,
- * put a pool file in its place (same fd, same flags), then size that.
- */
-static void
-preload_pool_swap(int fd, off64_t len)
-{
-	struct preload_memfd	*m, mine;
-	struct stat		 st;
-	char			 sz[32];
-	size_t			 ready = 0;
-	int			 pfd, seals;
-
-	pthread_mutex_lock(&preload_lock);
-	if ((m = preload_memfd_find(fd, 1)) == NULL) {
-		pthread_mutex_unlock(&preload_lock);
-		return;
-	}
-	mine = *m;
-	m->state = 0;	/* sized once: a candidate no more */
-	__atomic_sub_fetch(&preload_ncandidates, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&preload_lock);
-
-	seals = fcntl(fd, F_GET_SEALS);
-	if (len < (off64_t)preload_min || fstat(fd, &st) == -1 ||
-	    st.st_size != 0 || (seals != 0 && seals != F_SEAL_SEAL))
-		return;
-	/* What it asks for, no more: the rest of the pool is the others'. */
-	if ((pfd = hpz_pool_take((size_t)len, mine.page, mine.name,
-	    &ready)) < 0) {
-		/* ENOENT: the pool is off; not worth a line. */
-		if (preload_verbose && pfd != -ENOENT)
-			preload_say("hpz-run: [%d] memfd '%s': no pool file: "
-			    "%s", (int)getpid(), mine.name, hpz_last_error());
-		return;
-	}
-	if (dup3(pfd, fd, (mine.flags & MFD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
-		close(pfd);
-		return;
-	}
-	close(pfd);
-	/* A memfd made without MFD_ALLOW_SEALING takes no seals. */
-	if ((mine.flags & MFD_ALLOW_SEALING) == 0)
-		(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL);
-	if (fstat(fd, &st) == -1)
-		return;
-	pthread_mutex_lock(&preload_lock);
-	/* Room for it, else the oldest record goes. */
-	for (m = &preload_memfds[0]; m < &preload_memfds[PRELOAD_MEMFDS]; m++)
-		if (m->state == 0)
-			break;
-	if (m == &preload_memfds[PRELOAD_MEMFDS])
-		m = &preload_memfds[0];
-	*m = mine;
-	m->state = 2;
-	m->dev = st.st_dev;
-	m->ino = st.st_ino;
-	m->ready = ready;
-	pthread_mutex_unlock(&preload_lock);
-	if (preload_verbose)
-		preload_say("hpz-run: [%d] memfd '%s' (fd %d): a pool file, "
-		    "%s allocated and zero", (int)getpid(), mine.name, fd,
-		    preload_size_text(ready, sz, sizeof(sz)));
-}
-
-static int
-preload_ftruncate(int fd, off64_t len, int is64, const void *caller)
-{
-	int	saved = errno;
-
-	if (__atomic_load_n(&preload_ncandidates, __ATOMIC_RELAXED) != 0 &&
-	    preload_ready() && !preload_from_libhpz(caller)) {
-		preload_busy++;
-		preload_pool_swap(fd, len);
-		preload_busy--;
-		errno = saved;
-	}
-	if (is64 && real_ftruncate64 != NULL)
-		return (real_ftruncate64(fd, len));
-	if (!is64 && real_ftruncate != NULL)
-		return (real_ftruncate(fd, (off_t)len));
-	return ((int)syscall(SYS_ftruncate, fd, len));
-}
-
-int
-ftruncate(int fd, off_t len)
-{
-	return (preload_ftruncate(fd, (off64_t)len, 0,
-	    __builtin_return_address(0)));
-}
-
-int
-ftruncate64(int fd, off64_t len)
-{
-	return (preload_ftruncate(fd, len, 1, __builtin_return_address(0)));
-}
-
-/* The rest of a pool file's mapping, populated from its end (a thread). */
-struct preload_ahead {
-	char		*lo;
-	char		*hi;
-	size_t		 page;
-	unsigned long	 gen;
-};
-
-/*
- * At SCHED_IDLE: only cores with nothing else to do zero the rest, from
- * the end, while the program (QEMU's prealloc) works from the start; both
- * fault the same file, so a page either of them allocated is done for the
- * other.  It stops at the first munmap or fixed mmap of the program's, or
- * at the first error.
- */
-static void *
-preload_ahead_main(void *arg)
-{
-	struct preload_ahead	a = *(struct preload_ahead *)arg;
-	struct sched_param	sp;
-	char			*p;
-
-	free(arg);
-	memset(&sp, 0, sizeof(sp));
-	(void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-	for (p = a.hi; p > a.lo; p -= a.page)
-		if (__atomic_load_n(&preload_map_gen, __ATOMIC_RELAXED) !=
-		    a.gen || madvise(p - a.page, a.page, MADV_POPULATE_READ) !=
-		    0)
-			break;
-	return (NULL);
-}
-
-static void
-preload_ahead(char *lo, char *hi, size_t page)
-{
-	struct preload_ahead	*a;
-	pthread_attr_t		 at;
-	pthread_t		 t;
-
-	if (hi <= lo || (a = malloc(sizeof(*a))) == NULL)
-		return;
-	a->lo = lo;
-	a->hi = hi;
-	a->page = page;
-	a->gen = __atomic_load_n(&preload_map_gen, __ATOMIC_RELAXED);
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &at, preload_ahead_main, a) != 0)
-		free(a);
-	pthread_attr_destroy(&at);
-}
-
-/*
- * A mapping of a pool file: its pages are allocated and zero, so there is
- * nothing for hpzerod to do on them unless the flags ask for work
- * (allocation ahead of the rest, discard); registering would only put a
- * round trip on each first touch.  Its pages are mapped here at once
- * (unless nopremap).  1 if the mapping is to be left to the kernel.
- */
-static int
-preload_pool_map(void *addr, size_t len, int fd, off64_t off)
-{
-	struct preload_memfd	*m;
-	size_t			 ready = 0, n, page = 0;
-	char			 sz[32], sz2[32];
-	int			 pool;
-
-	pthread_mutex_lock(&preload_lock);
-	if ((pool = (m = preload_memfd_find(fd, 2)) != NULL)) {
-		ready = m->ready;
-		page = m->page == HPZ_PAGE_1G ? 1UL << 30 : 2UL << 20;
-	}
-	pthread_mutex_unlock(&preload_lock);
-	if (!pool)
-		return (0);
-	n = (size_t)off < ready ? ready - (size_t)off : 0;
-	if (n > len)
-		n = len;
-	/* Premapping is the default: 0.5 us a page, against a touch's 15. */
-	if ((preload_flags & HPZ_NO_PREMAP) == 0 && n > 0)
-		(void)madvise(addr, n, MADV_POPULATE_WRITE);
-	if ((preload_flags & (HPZ_AHEAD_EAGER | HPZ_AHEAD_ONFAULT |
-	    HPZ_DISCARD)) != 0)
-		return (0);
-	/* More than the pool had: the rest ahead, on idle cores. */
-	if ((preload_flags & HPZ_NO_PREMAP) == 0 && n < len && page > 0 &&
-	    len % page == 0)
-		preload_ahead((char *)addr + n, (char *)addr + len, page);
-	if (preload_verbose)
-		preload_say("hpz-run: [%d] %s at %p is a pool file: left to "
-		    "the kernel (%s of it allocated and zero)", (int)getpid(),
-		    preload_size_text(len, sz, sizeof(sz)), addr,
-		    preload_size_text(n, sz2, sizeof(sz2)));
-	return (1);
-}
-
-/*
- * The range of a UFFDIO_REGISTER or UNREGISTER argument (both begin with
- * one), read the way the kernel will: a bad pointer is the kernel's EFAULT
- * to give, not a crash of ours.  0, or -1 if it cannot be read.
- */
-static int
-preload_peek_range(const void *arg, struct uffdio_range *range)
-{
-	struct iovec	local, remote;
-
-	local.iov_base = range;
-	local.iov_len = sizeof(*range);
-	remote.iov_base = (void *)(uintptr_t)arg;
-	remote.iov_len = sizeof(*range);
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
-	    (ssize_t)sizeof(*range))
-		return (0);
-	if (errno == EFAULT || arg == NULL)
-		return (-1);
-	/* No process_vm_readv here (a filter): read it as the kernel will. */
-	memcpy(range, arg, sizeof(*range));
-	return (0);
-}
-
-/*
- * The program's own userfaultfd: a UFFDIO_REGISTER on a range of ours
- * takes it over (QEMU's postcopy, background snapshot and their probes),
- * a UFFDIO_UNREGISTER gives it back.  Every other request goes straight
- * on; libhpz's own calls too.
- */
-int
-ioctl(int fd, unsigned long req, ...)
-{
-	struct uffdio_range	 range;
-	va_list			 ap;
-	void			*arg;
-	uintptr_t		 start, end;
-	int			 rc, saved = errno, handed = 0;
-
-	va_start(ap, req);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	if ((req != UFFDIO_REGISTER && req != UFFDIO_UNREGISTER) ||
-	    !preload_ready() ||
-	    (req == UFFDIO_REGISTER &&
-	    __atomic_load_n(&preload_used, __ATOMIC_RELAXED) == 0) ||
-	    (req == UFFDIO_UNREGISTER &&
-	    __atomic_load_n(&preload_handed, __ATOMIC_RELAXED) == 0) ||
-	    preload_from_libhpz(__builtin_return_address(0)) ||
-	    preload_peek_range(arg, &range) != 0 || range.len == 0)
-		return (preload_real_ioctl(fd, req, arg));
-	start = (uintptr_t)range.start;
-	end = start + range.len < start ? UINTPTR_MAX :
-	    start + (uintptr_t)range.len;
-	preload_busy++;
-	if (req == UFFDIO_REGISTER)
-		handed = preload_hand_over(fd, start, end);
-	errno = saved;
-	rc = preload_real_ioctl(fd, req, arg);
-	saved = errno;
-	/* A probe that failed, or an unregister: ours again. */
-	if ((req == UFFDIO_REGISTER && rc == -1 && handed != 0) ||
-	    (req == UFFDIO_UNREGISTER && rc == 0))
-		preload_take_back(-1, start, end);
-	preload_busy--;
-	errno = saved;
-	return (rc);
-}
-
-/* Closing the program's uffd lets go of what it held (QEMU's WP probe). */
-int
-close(int fd)
-{
-	int	i, rc, saved, held = 0;
-
-	if (__atomic_load_n(&preload_handed, __ATOMIC_RELAXED) == 0 ||
-	    fd < 0 || !preload_ready() ||
-	    preload_from_libhpz(__builtin_return_address(0)))
-		return (preload_real_close(fd));
-	pthread_mutex_lock(&preload_lock);
-	for (i = 0; i < PRELOAD_SLOTS && !held; i++)
-		held = preload_maps[i].state == PRELOAD_HANDED &&
-		    preload_maps[i].uffd == fd;
-	pthread_mutex_unlock(&preload_lock);
-	rc = preload_real_close(fd);
-	if (held) {
-		saved = errno;
-		preload_busy++;
-		preload_take_back(fd, 0, 0);
-		preload_busy--;
-		errno = saved;
-	}
-	return (rc);
-}
-
-/* A file of a region that may hold garbage must not go out with garbage. */
-ssize_t
-sendmsg(int sock, const struct msghdr *msg, int flags)
-{
-	struct cmsghdr	*c;
-	const int	*fds;
-	size_t		 i, n;
-	int		 saved = errno;
-
-	if (msg != NULL && msg->msg_control != NULL &&
-	    msg->msg_controllen != 0 &&
-	    __atomic_load_n(&preload_discards, __ATOMIC_RELAXED) != 0 &&
-	    preload_ready()) {
-		preload_busy++;
-		for (c = CMSG_FIRSTHDR(msg); c != NULL;
-		    c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
-			if (c->cmsg_level != SOL_SOCKET ||
-			    c->cmsg_type != SCM_RIGHTS ||
-			    c->cmsg_len < CMSG_LEN(0))
-				continue;
-			fds = (const int *)CMSG_DATA(c);
-			n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (i = 0; i < n; i++)
-				preload_settle(fds[i]);
-		}
-		preload_busy--;
-		errno = saved;
-	}
-	if (real_sendmsg != NULL)
-		return (real_sendmsg(sock, msg, flags));
-	return ((ssize_t)syscall(SYS_sendmsg, sock, msg, flags));
-}
-
 /*
  * A program that registers with hpzerod itself takes the range over from
  * us: ours goes first, so its hpz_register does not fail with EBUSY.
@@ -1325,7 +655,7 @@ hpz_register(const struct hpz_region *region)
 {
 	int	error;
 
-	pthread_once(&preload_once, preload_resolve);
+	preload_resolve_once();
 	if (region != NULL && preload_ready()) {
 		preload_busy++;
 		preload_release(region->addr, region->len);

@@ -1,13 +1,14 @@
 /*
- * client.c - libhpz requests: the userfaultfd handshake in the caller,
- * fd passing to hpzerod, replies and errors.  What happens while hpzerod
- * is away (reconnecting, serving faults ourselves) is in guard.c.
+ * client.c - libhpz's calls: hpz_register (the userfaultfd handshake in
+ * the caller, the page-state memfd, the fds passed to hpzerod) in named
+ * steps, hpz_unregister, hpz_reset, hpz_set_policy, hpz_status,
+ * hpz_list_regions, hpz_page_size, hpz_strerror.  The connection is
+ * conn.c's, the records of our regions registry.c's; while hpzerod is
+ * away guard.c serves.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include <linux/userfaultfd.h>
@@ -27,10 +26,6 @@
 #include "hpz-state.h"
 #include "mappers.h"
 
-#define LIB_REPLY_TIMEOUT_MS	60000
-/* How often a request waiting for the daemon (or the fallback) looks. */
-#define LIB_WAIT_STEP_MS	100
-
 /* What we ask of UFFDIO_API, as far as the kernel offers it. */
 #define LIB_UFFD_WANT	(UFFD_FEATURE_MISSING_HUGETLBFS | \
 	UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM | \
@@ -38,34 +33,7 @@
 	UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP | \
 	UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_FORK)
 
-/* The connection and its requests; before lib_rlock when both are held. */
-pthread_mutex_t		 lib_lock = PTHREAD_MUTEX_INITIALIZER;
-struct lib_region	*lib_regions;
-static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
-static int		 lib_sock = -1;
-static uint32_t		 lib_seq;		/* never 0: a refusal's */
-static int		 lib_refused;		/* the last call's connection
-						   was refused at accept */
-static __thread char	 lib_error[HPZ_REPLY_TEXT + 64];
-
-/* Record this thread's reason for a failure; returns error. */
-int
-lib_fail(int error, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	vsnprintf(lib_error, sizeof(lib_error), fmt, ap);
-	va_end(ap);
-	return (error);
-}
-
-const char *
-hpz_last_error(void)
-{
-	return (lib_error);
-}
-
+/* The words for the errors libhpz returns; strerror's for any other. */
 const char *
 hpz_strerror(int err)
 {
@@ -102,20 +70,6 @@ hpz_strerror(int err)
 	return (s != NULL ? s : "unknown error");
 }
 
-void
-lib_region_free(struct lib_region *lr)
-{
-	if (lr->smap != NULL)
-		munmap(lr->smap, HPZ_STATE_SIZE(lr->npages));
-	if (lr->uffd >= 0)
-		close(lr->uffd);
-	if (lr->sfd >= 0)
-		close(lr->sfd);
-	if (lr->fd >= 0)
-		close(lr->fd);
-	free(lr);
-}
-
 /*
  * A new page-state memfd for npages pages, all zero (every page "keep"
  * until the daemon says otherwise), sealed so that it can never shrink
@@ -138,213 +92,6 @@ lib_state_create(uint64_t npages)
 		    strerror(-error)));
 	}
 	return (fd);
-}
-
-/* A child must not share the parent's connection or its regions. */
-static void
-lib_atfork_child(void)
-{
-	struct lib_region	*lr, *next;
-
-	pthread_mutex_init(&lib_lock, NULL);
-	if (lib_sock != -1)
-		close(lib_sock);
-	lib_sock = -1;
-	/* No guard thread here; its fds (and any server lock) must go. */
-	lib_guard_fork_child();
-	for (lr = lib_regions; lr != NULL; lr = next) {
-		next = lr->next;
-		/* MADV_DONTFORK kept the ranges (and our maps) out of it. */
-		lr->smap = NULL;
-		lib_region_free(lr);
-	}
-	lib_regions = NULL;
-}
-
-static void
-lib_init_once(void)
-{
-	pthread_atfork(NULL, NULL, lib_atfork_child);
-}
-
-static const char *
-lib_socket_path(void)
-{
-	const char	*p = getenv("HPZ_SOCKET");
-
-	return (p != NULL && *p != '\0' ? p : HPZ_SOCKET_DEFAULT);
-}
-
-/* A new connection to hpzerod: its fd, or a negative errno (lib_fail). */
-int
-lib_dial(void)
-{
-	struct sockaddr_un	 sun;
-	const char		*path = lib_socket_path();
-	int			 fd, error;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return (lib_fail(-ENAMETOOLONG, "socket path too long: %s",
-		    path));
-	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd == -1)
-		return (lib_fail(-errno, "socket: %s", strerror(errno)));
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		error = -errno;
-		close(fd);
-		return (lib_fail(error, "cannot connect to hpzerod at %s: %s",
-		    path, strerror(-error)));
-	}
-	return (fd);
-}
-
-/* Connect if we are not connected (lock held). */
-int
-lib_connect(void)
-{
-	int	fd;
-
-	if (lib_sock != -1)
-		return (0);
-	if ((fd = lib_dial()) < 0)
-		return (fd);
-	lib_sock = fd;
-	lib_guard_connected(fd);
-	return (0);
-}
-
-/* Drop the connection (lock held); shutdown tells the guard's copy too. */
-void
-lib_disconnect(void)
-{
-	if (lib_sock != -1) {
-		shutdown(lib_sock, SHUT_RDWR);
-		close(lib_sock);
-		lib_guard_disconnected();
-	}
-	lib_sock = -1;
-}
-
-/*
- * Send req (its seq set) on sock and wait up to timeout_ms for its reply,
- * validated: of type want, or a plain reply (the daemon's status).  0, or
- * a negative errno (lib_fail) when the connection is no good any more.
- */
-int
-lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
-    struct hpz_msg *reply, uint16_t want, int timeout_ms)
-{
-	struct hpz_msg_header	*hdr = req;
-	struct pollfd		 pfd = { .fd = sock, .events = POLLIN };
-	char			 why[128] = "";
-	ssize_t			 n;
-	int			 error;
-
-	if (proto_send(sock, req, len, fds, nfds) != (ssize_t)len) {
-		error = -errno;
-		return (lib_fail(error, "cannot send to hpzerod: %s",
-		    strerror(-error)));
-	}
-	for (;;) {
-		n = poll(&pfd, 1, timeout_ms);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
-		n = proto_recv(sock, reply);
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		break;
-	}
-	if (n <= 0) {
-		error = n == 0 ? -ECONNRESET : -errno;
-		return (lib_fail(error, "hpzerod closed the connection"));
-	}
-	/*
-	 * Sequence 0, before any answer: the daemon refused the connection
-	 * as it accepted it (a limit), and closes it.  Not a daemon that went
-	 * away: the caller gets the reason, at once.
-	 */
-	if (proto_validate(reply, why, sizeof(why)) == 0 &&
-	    reply->u.hdr.seq == 0 && reply->u.hdr.type == HPZ_MSG_REPLY &&
-	    reply->u.reply.error < 0) {
-		lib_refused = 1;
-		return (lib_fail(reply->u.reply.error, "hpzerod refused the "
-		    "connection: %.*s", (int)sizeof(reply->u.reply.text),
-		    reply->u.reply.text));
-	}
-	if (proto_validate(reply, why, sizeof(why)) != 0 ||
-	    reply->u.hdr.seq != hdr->seq ||
-	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
-		proto_close_fds(reply);
-		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
-		    why[0] != '\0' ? why : "unexpected type or sequence"));
-	}
-	return (0);
-}
-
-/*
- * Send a request and wait for its reply (lock held).  The reply is
- * validated; the daemon's status is returned with its text as the error.
- */
-int
-lib_call(void *req, size_t len, const int *fds, int nfds,
-    struct hpz_msg *reply, uint16_t want)
-{
-	struct hpz_msg_header	*hdr = req;
-	int			 error;
-
-	if ((error = lib_connect()) != 0)
-		return (error);
-	if (++lib_seq == 0)
-		lib_seq = 1;
-	hdr->seq = lib_seq;
-	if ((error = lib_exchange(lib_sock, req, len, fds, nfds, reply, want,
-	    LIB_REPLY_TIMEOUT_MS)) != 0) {
-		lib_disconnect();
-		return (error);
-	}
-	if (reply->u.hdr.type == HPZ_MSG_REPLY && reply->u.reply.error != 0)
-		return (lib_fail(reply->u.reply.error, "hpzerod: %s",
-		    reply->u.reply.text));
-	if (reply->u.hdr.type != want)
-		return (lib_fail(-EPROTO, "hpzerod sent a %s, expected a %s",
-		    proto_type_name(reply->u.hdr.type),
-		    proto_type_name(want)));
-	return (0);
-}
-
-/*
- * A request (lock held).  If the connection was lost while we have
- * regions, they are registered again first (guard.c): a new daemon must
- * never see a request about a region it does not know.
- */
-static int
-lib_request(void *req, size_t len, const int *fds, int nfds,
-    struct hpz_msg *reply, uint16_t want)
-{
-	int	error;
-
-	if ((error = lib_guard_ready()) != 0)
-		return (error);
-	return (lib_call(req, len, fds, nfds, reply, want));
-}
-
-/* Wait a little for the daemon or the fallback; 0 if the deadline passed. */
-static int
-lib_request_retry(uint64_t deadline)
-{
-	/* Refused by a daemon that is there: no waiting for another. */
-	if (lib_refused) {
-		lib_refused = 0;
-		return (0);
-	}
-	if (lib_guard_mode() == LIB_CONNECTED)
-		return (0);
-	return (lib_guard_wait(deadline));
 }
 
 long
@@ -413,55 +160,26 @@ lib_uffd_features(uint64_t *features)
 	return (0);
 }
 
-/*
- * A region may have moved: an mremap of the whole range.  The daemon (or
- * our guard, while it serves) follows the move as it reads the uffd's
- * remap event and writes the new address into the state header; take it
- * from there (lib_lock held).  Taking lib_rlock also waits for a guard
- * that is handling such an event right now.
- */
-void
-lib_follow(struct lib_region *lr)
-{
-	const struct hpz_state_header	*h = lr->smap;
-	uint64_t			 a, len;
-
-	if (h == NULL || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) !=
-	    HPZ_STATE_MAGIC)
-		return;
-	a = __atomic_load_n(&h->addr, __ATOMIC_ACQUIRE);
-	len = __atomic_load_n(&h->len, __ATOMIC_RELAXED);
-	if (a == lr->addr || a == 0 || len != lr->len ||
-	    a % lr->page_size != 0 || a + len < a)
-		return;
-	pthread_mutex_lock(&lib_rlock);
-	lr->addr = (uintptr_t)a;
-	pthread_mutex_unlock(&lib_rlock);
-}
-
+/* A message of type about [addr, addr+len): unregister, reset, scrub. */
 static void
-lib_follow_all(void)
+lib_range_msg(struct hpz_msg_range *req, uint16_t type, uintptr_t addr,
+    size_t len)
 {
-	struct lib_region	*lr;
-
-	pthread_mutex_lock(&lib_rlock);
-	pthread_mutex_unlock(&lib_rlock);
-	for (lr = lib_regions; lr != NULL; lr = lr->next)
-		lib_follow(lr);
+	proto_init(req, type, sizeof(*req), 0);
+	req->addr = addr;
+	req->len = len;
 }
 
-/* The record of the daemon's region id (from its reply), or NULL. */
-static struct lib_region *
-lib_find_id(uint64_t id)
+/* Such a message sent (lib_lock held), answered by a plain reply. */
+static int
+lib_range_request(uint16_t type, uintptr_t addr, size_t len,
+    struct hpz_msg *reply)
 {
-	struct lib_region	*lr;
+	struct hpz_msg_range	req;
 
-	if (id == 0)
-		return (NULL);
-	for (lr = lib_regions; lr != NULL; lr = lr->next)
-		if (lr->id == id)
-			return (lr);
-	return (NULL);
+	lib_range_msg(&req, type, addr, len);
+	return (lib_request(&req, sizeof(req), NULL, 0, reply,
+	    HPZ_MSG_REPLY));
 }
 
 /*
@@ -487,102 +205,6 @@ lib_ask_moved(void *req, size_t len, struct hpz_msg *reply,
 	if ((*out = lib_find_id(reply->u.reply.region_id)) != NULL)
 		lib_follow(*out);
 	return (0);
-}
-
-/* The registered-region record for exactly this range, or NULL. */
-static struct lib_region *
-lib_find(uintptr_t addr, size_t len, struct lib_region ***prevp)
-{
-	struct lib_region	**pp, *lr;
-
-	for (pp = &lib_regions; (lr = *pp) != NULL; pp = &lr->next) {
-		if (lr->addr == addr && lr->len == len) {
-			if (prevp != NULL)
-				*prevp = pp;
-			return (lr);
-		}
-	}
-	return (NULL);
-}
-
-/* The record whose range holds [addr, addr+len), or NULL. */
-static struct lib_region *
-lib_find_within(uintptr_t addr, size_t len)
-{
-	struct lib_region	*lr;
-
-	for (lr = lib_regions; lr != NULL; lr = lr->next)
-		if (addr >= lr->addr && len <= lr->len &&
-		    addr - lr->addr <= lr->len - len)
-			return (lr);
-	return (NULL);
-}
-
-/*
- * lib_find and lib_find_within, following moves (lib_follow_all) only on
- * a miss: reading every header costs a cache miss each, for 1000 regions
- * as much as the request.
- */
-static struct lib_region *
-lib_lookup(uintptr_t addr, size_t len)
-{
-	struct lib_region	*lr;
-
-	if ((lr = lib_find(addr, len, NULL)) == NULL) {
-		lib_follow_all();
-		lr = lib_find(addr, len, NULL);
-	}
-	return (lr);
-}
-
-static struct lib_region *
-lib_lookup_within(uintptr_t addr, size_t len)
-{
-	struct lib_region	*lr;
-
-	if ((lr = lib_find_within(addr, len)) == NULL) {
-		lib_follow_all();
-		lr = lib_find_within(addr, len);
-	}
-	return (lr);
-}
-
-/* Does [addr, addr+len) overlap a region we know (where it lies now)? */
-static int
-lib_overlaps(uintptr_t addr, size_t len)
-{
-	if (lib_find_within(addr, 1) == NULL &&
-	    lib_find_within(addr + len - 1, 1) == NULL)
-		return (0);
-	lib_follow_all();
-	return (lib_find_within(addr, 1) != NULL ||
-	    lib_find_within(addr + len - 1, 1) != NULL);
-}
-
-int
-lib_is_registered(const struct hpz_region *region)
-{
-	int	found;
-
-	pthread_mutex_lock(&lib_lock);
-	found = lib_lookup((uintptr_t)region->addr, region->len) != NULL;
-	pthread_mutex_unlock(&lib_lock);
-	return (found);
-}
-
-/* Drop our record of a region whose mapping is gone. */
-void
-lib_forget(const struct hpz_region *region)
-{
-	struct lib_region	*lr;
-
-	pthread_mutex_lock(&lib_lock);
-	lr = lib_lookup((uintptr_t)region->addr, region->len);
-	if (lr != NULL) {
-		lib_guard_unlink(lr);
-		lib_region_free(lr);
-	}
-	pthread_mutex_unlock(&lib_lock);
 }
 
 /*
@@ -629,31 +251,36 @@ lib_check_region(const struct hpz_region *region)
 	return (0);
 }
 
-int
-hpz_register(const struct hpz_region *region)
-{
-	struct hpz_msg_register	 req;
-	struct hpz_msg		 reply;
-	struct uffdio_api	 api;
-	struct uffdio_register	 ureg;
-	struct uffdio_range	 range;
-	struct lib_region	*lr = NULL;
-	uint64_t		 offered = 0, need;
-	void			*smap = NULL;
+/*
+ * hpz_register as it goes, step by step.  The record is made first and
+ * takes each thing as a step gets it, so that nothing can fail once the
+ * daemon said yes; lib_register_undo gives back what a failed step left.
+ */
+struct lib_registering {
+	const struct hpz_region	*region;
 	long			 page;
-	int			 uffd = -1, sfd = -1, bfd = -1, fds[3], error;
-	int			 rezap;
-	pid_t			 other;
+	struct lib_region	*lr;
+	int			 registered;	/* the range is on lr->uffd */
+	int			 dontfork;	/* MADV_DONTFORK is set on it */
+	int			 rezap;		/* garbage may be mapped again */
+};
 
-	pthread_once(&lib_once, lib_init_once);
+/* The arguments, before anything is taken: the page size, the alignment. */
+static int
+lib_register_check(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	pid_t			 other;
+	int			 error;
+
 	if ((error = lib_check_region(region)) != 0)
 		return (error);
-	if ((page = hpz_page_size(region->fd)) < 0)
-		return ((int)page);
+	if ((rg->page = hpz_page_size(region->fd)) < 0)
+		return ((int)rg->page);
 	if (((uintptr_t)region->addr | region->len |
-	    (uint64_t)region->offset) % (uint64_t)page != 0)
+	    (uint64_t)region->offset) % (uint64_t)rg->page != 0)
 		return (lib_fail(-EINVAL, "address, length and offset must be "
-		    "multiples of the backing page size %ld", page));
+		    "multiples of the backing page size %ld", rg->page));
 	/* Garbage is guarded here only (mappers.c, hpz_register(3)). */
 	if ((region->flags & HPZ_DISCARD) && (other = mappers_other(region->fd,
 	    (uint64_t)region->offset, region->len)) > 0)
@@ -661,32 +288,59 @@ hpz_register(const struct hpz_region *region)
 		    "too, where its garbage (HPZ_DISCARD) would be readable: "
 		    "unmap it there first, or register without HPZ_DISCARD",
 		    (int)other));
+	return (0);
+}
 
-	pthread_mutex_lock(&lib_lock);
-	if (lib_overlaps((uintptr_t)region->addr, region->len)) {
-		error = lib_fail(-EBUSY, "overlaps a region this process "
-		    "registered");
-		goto out;
-	}
+/* The record of the region, holding nothing yet. */
+static int
+lib_register_record(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct lib_region	*lr;
+
+	if ((lr = rg->lr = calloc(1, sizeof(*lr))) == NULL)
+		return (lib_fail(-ENOMEM, "out of memory"));
+	lr->addr = (uintptr_t)region->addr;
+	lr->len = region->len;
+	lr->offset = (uint64_t)region->offset;
+	lr->page_size = (uint64_t)rg->page;
+	lr->npages = region->len / (uint64_t)rg->page;
+	lr->flags = region->flags;
+	lr->uffd = lr->sfd = lr->fd = lr->lockfd = -1;
+	return (0);
+}
+
+/*
+ * A userfaultfd with the features the kernel offers of those we want
+ * (lib_lock held); none at all if the range overlaps a region of ours or
+ * the kernel has no minor faults for its kind of file.
+ */
+static int
+lib_register_uffd(struct lib_registering *rg)
+{
+	struct lib_region	*lr = rg->lr;
+	struct uffdio_api	 api;
+	uint64_t		 offered = 0, need;
+	int			 error;
+
+	if (lib_overlaps(lr->addr, lr->len))
+		return (lib_fail(-EBUSY, "overlaps a region this process "
+		    "registered"));
 	if ((error = lib_uffd_features(&offered)) != 0)
-		goto out;
-	need = (uint64_t)page > LIB_BASE_PAGE ? UFFD_FEATURE_MINOR_HUGETLBFS :
+		return (error);
+	need = lr->page_size > LIB_BASE_PAGE ? UFFD_FEATURE_MINOR_HUGETLBFS :
 	    UFFD_FEATURE_MINOR_SHMEM;
-	if ((offered & need) == 0) {
-		error = lib_fail(-ENOTSUP, "the kernel offers no userfaultfd "
-		    "minor faults for %s", (uint64_t)page > LIB_BASE_PAGE ?
-		    "hugetlbfs" : "shmem");
-		goto out;
-	}
-	if ((uffd = lib_uffd_open()) < 0) {
-		error = uffd;
-		goto out;
-	}
+	if ((offered & need) == 0)
+		return (lib_fail(-ENOTSUP, "the kernel offers no userfaultfd "
+		    "minor faults for %s", lr->page_size > LIB_BASE_PAGE ?
+		    "hugetlbfs" : "shmem"));
+	if ((lr->uffd = lib_uffd_open()) < 0)
+		return (lr->uffd);
 	memset(&api, 0, sizeof(api));
 	api.api = UFFD_API;
 	api.features = offered & LIB_UFFD_WANT;
 	/* On failure the kernel zeroes api: test what we asked for. */
-	if (ioctl(uffd, UFFDIO_API, &api) == -1 && errno == EPERM &&
+	if (ioctl(lr->uffd, UFFDIO_API, &api) == -1 && errno == EPERM &&
 	    (offered & LIB_UFFD_WANT & UFFD_FEATURE_EVENT_FORK)) {
 		/*
 		 * Fork events need CAP_SYS_PTRACE.  Without them a child
@@ -697,109 +351,158 @@ hpz_register(const struct hpz_region *region)
 		api.api = UFFD_API;
 		api.features = offered & LIB_UFFD_WANT &
 		    ~(uint64_t)UFFD_FEATURE_EVENT_FORK;
-		if (ioctl(uffd, UFFDIO_API, &api) == -1)
+		if (ioctl(lr->uffd, UFFDIO_API, &api) == -1)
 			api.api = 0;
 	} else if (api.api != UFFD_API)
 		api.api = 0;
-	if (api.api != UFFD_API) {
-		error = lib_fail(-ENOTSUP, "UFFDIO_API: %s", strerror(errno));
-		goto out;
-	}
+	if (api.api != UFFD_API)
+		return (lib_fail(-ENOTSUP, "UFFDIO_API: %s", strerror(errno)));
+	lr->features = api.features;
+	return (0);
+}
+
+/*
+ * The range on the uffd, for missing and minor faults, with no garbage
+ * of before left mapped (HPZ_DISCARD), kept out of children.
+ */
+static int
+lib_register_range(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct uffdio_register	 ureg;
+	int			 error;
 
 	/*
 	 * Garbage may still be mapped here from before: drop our page tables,
 	 * now, while no uffd event can make the zap wait for a reader.
 	 */
 	if ((region->flags & HPZ_DISCARD) &&
-	    madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
-		error = lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
-		    strerror(errno));
-		goto out;
-	}
+	    madvise(region->addr, region->len, MADV_DONTNEED) == -1)
+		return (lib_fail(-errno, "madvise(MADV_DONTNEED): %s",
+		    strerror(errno)));
 	memset(&ureg, 0, sizeof(ureg));
 	ureg.range.start = (uintptr_t)region->addr;
 	ureg.range.len = region->len;
 	ureg.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR;
-	if (ioctl(uffd, UFFDIO_REGISTER, &ureg) == -1) {
+	if (ioctl(rg->lr->uffd, UFFDIO_REGISTER, &ureg) == -1) {
 		error = -errno;
-		lib_fail(error, "UFFDIO_REGISTER: %s%s", strerror(errno),
-		    errno == EINVAL ? " (is the range one MAP_SHARED mapping "
-		    "of a hugetlbfs or shmem file?)" : "");
-		goto out;
+		return (lib_fail(error, "UFFDIO_REGISTER: %s%s",
+		    strerror(errno), errno == EINVAL ? " (is the range one "
+		    "MAP_SHARED mapping of a hugetlbfs or shmem file?)" : ""));
 	}
-	if ((ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0) {
-		error = lib_fail(-ENOTSUP, "UFFDIO_CONTINUE is not offered "
-		    "on this range");
-		goto unregister;
-	}
+	rg->registered = 1;
+	rg->lr->ioctls = ureg.ioctls;
+	if ((ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
+		return (lib_fail(-ENOTSUP, "UFFDIO_CONTINUE is not offered "
+		    "on this range"));
 	/*
 	 * A thread that touched the range between the zap and the register
 	 * mapped garbage again: zap once more when the daemon reads events.
 	 */
-	rezap = (region->flags & HPZ_DISCARD) &&
-	    lib_any_mapped((uintptr_t)region->addr, region->len, page);
+	rg->rezap = (region->flags & HPZ_DISCARD) &&
+	    lib_any_mapped((uintptr_t)region->addr, region->len, rg->page);
 	/* Children must not inherit pages the daemon serves for us. */
-	if (madvise(region->addr, region->len, MADV_DONTFORK) == -1) {
-		error = lib_fail(-errno, "madvise(MADV_DONTFORK): %s",
-		    strerror(errno));
-		goto unregister;
-	}
-	if ((lr = calloc(1, sizeof(*lr))) == NULL) {
-		error = lib_fail(-ENOMEM, "out of memory");
-		goto dofork;
-	}
-	if ((sfd = lib_state_create(region->len / (uint64_t)page)) < 0) {
-		error = sfd;
-		goto dofork;
-	}
+	if (madvise(region->addr, region->len, MADV_DONTFORK) == -1)
+		return (lib_fail(-errno, "madvise(MADV_DONTFORK): %s",
+		    strerror(errno)));
+	rg->dontfork = 1;
+	return (0);
+}
+
+/* The page-state memfd, mapped, and our copy of the backing file. */
+static int
+lib_register_state(struct lib_registering *rg)
+{
+	struct lib_region	*lr = rg->lr;
+
+	if ((lr->sfd = lib_state_create(lr->npages)) < 0)
+		return (lr->sfd);
 	/* Ours to read, and to write while the daemon is away (guard.c). */
-	smap = mmap(NULL, HPZ_STATE_SIZE(region->len / (uint64_t)page),
-	    PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
-	if (smap == MAP_FAILED) {
-		smap = NULL;
-		error = lib_fail(-errno, "mmap of the page state: %s",
-		    strerror(errno));
-		goto dofork;
+	lr->smap = mmap(NULL, HPZ_STATE_SIZE(lr->npages),
+	    PROT_READ | PROT_WRITE, MAP_SHARED, lr->sfd, 0);
+	if (lr->smap == MAP_FAILED) {
+		lr->smap = NULL;
+		return (lib_fail(-errno, "mmap of the page state: %s",
+		    strerror(errno)));
 	}
-	madvise(smap, HPZ_STATE_SIZE(region->len / (uint64_t)page),
-	    MADV_DONTFORK);
-	if ((bfd = fcntl(region->fd, F_DUPFD_CLOEXEC, 0)) == -1) {
-		error = lib_fail(-errno, "dup: %s", strerror(errno));
-		goto dofork;
-	}
+	madvise(lr->smap, HPZ_STATE_SIZE(lr->npages), MADV_DONTFORK);
+	lr->state = (_Atomic uint8_t *)((char *)lr->smap +
+	    HPZ_STATE_PAGES_OFF);
+	if ((lr->fd = fcntl(rg->region->fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return (lib_fail(-errno, "dup: %s", strerror(errno)));
+	return (0);
+}
+
+/* The register request, with the uffd, the backing file and the state. */
+static int
+lib_register_send(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct lib_region	*lr = rg->lr;
+	struct hpz_msg_register	 req;
+	struct hpz_msg		 reply;
+	int			 fds[3], error;
+
 	proto_init(&req, HPZ_MSG_REGISTER, sizeof(req), 0);
 	req.addr = (uintptr_t)region->addr;
 	req.len = region->len;
 	req.offset = (uint64_t)region->offset;
-	req.page_size = (uint64_t)page;
-	req.uffd_features = api.features;
-	req.uffd_ioctls = ureg.ioctls;
+	req.page_size = (uint64_t)rg->page;
+	req.uffd_features = lr->features;
+	req.uffd_ioctls = lr->ioctls;
 	req.flags = region->flags;
-	fds[0] = uffd;
+	fds[0] = lr->uffd;
 	fds[1] = region->fd;
-	fds[2] = sfd;
+	fds[2] = lr->sfd;
 	error = lib_request(&req, sizeof(req), fds, 3, &reply, HPZ_MSG_REPLY);
-	if (error != 0)
-		goto dofork;
+	if (error == 0)
+		lr->id = reply.u.reply.region_id;
+	return (error);
+}
 
-	lr->addr = (uintptr_t)region->addr;
-	lr->len = region->len;
-	lr->offset = (uint64_t)region->offset;
-	lr->page_size = (uint64_t)page;
-	lr->npages = region->len / (uint64_t)page;
-	lr->features = api.features;
-	lr->ioctls = ureg.ioctls;
-	lr->flags = region->flags;
-	lr->uffd = uffd;
-	lr->sfd = sfd;
-	lr->fd = bfd;
-	lr->smap = smap;
-	lr->state = (_Atomic uint8_t *)((char *)smap + HPZ_STATE_PAGES_OFF);
-	lr->lockfd = -1;
-	lr->id = reply.u.reply.region_id;
+/* A step failed: give back what the steps before it took, last first. */
+static void
+lib_register_undo(struct lib_registering *rg)
+{
+	const struct hpz_region	*region = rg->region;
+	struct uffdio_range	 range;
+
+	if (rg->dontfork)
+		madvise(region->addr, region->len, MADV_DOFORK);
+	if (rg->registered) {
+		/* Wakes any thread that faulted meanwhile; the kernel serves. */
+		range.start = (uintptr_t)region->addr;
+		range.len = region->len;
+		ioctl(rg->lr->uffd, UFFDIO_UNREGISTER, &range);
+	}
+	lib_region_free(rg->lr);
+}
+
+int
+hpz_register(const struct hpz_region *region)
+{
+	struct lib_registering	rg;
+	int			error;
+
+	lib_init();
+	memset(&rg, 0, sizeof(rg));
+	rg.region = region;
+	if ((error = lib_register_check(&rg)) != 0 ||
+	    (error = lib_register_record(&rg)) != 0)
+		return (error);
+	pthread_mutex_lock(&lib_lock);
+	if ((error = lib_register_uffd(&rg)) != 0 ||
+	    (error = lib_register_range(&rg)) != 0 ||
+	    (error = lib_register_state(&rg)) != 0 ||
+	    (error = lib_register_send(&rg)) != 0) {
+		lib_register_undo(&rg);
+		pthread_mutex_unlock(&lib_lock);
+		return (error);
+	}
+	/* The daemon has it: ours from now on, on lib_regions. */
 	pthread_mutex_lock(&lib_rlock);
-	lr->next = lib_regions;
-	lib_regions = lr;
+	rg.lr->next = lib_regions;
+	lib_regions = rg.lr;
 	pthread_mutex_unlock(&lib_rlock);
 	/* From now on someone must notice when the daemon goes away. */
 	lib_guard_start();
@@ -810,33 +513,14 @@ hpz_register(const struct hpz_region *region)
 	 * reads the event, the daemon (or guard.c), which must know the
 	 * region.  Pages the daemon mapped meanwhile fault once more.
 	 */
-	if (rezap && madvise(region->addr, region->len, MADV_DONTNEED) == -1) {
+	if (rg.rezap && madvise(region->addr, region->len,
+	    MADV_DONTNEED) == -1) {
 		error = -errno;
 		(void)hpz_unregister(region);
 		return (lib_fail(error, "madvise(MADV_DONTNEED): %s",
 		    strerror(-error)));
 	}
 	return (0);
-
-dofork:
-	madvise(region->addr, region->len, MADV_DOFORK);
-unregister:
-	/* Wakes any thread that faulted meanwhile; the kernel serves it. */
-	range.start = (uintptr_t)region->addr;
-	range.len = region->len;
-	ioctl(uffd, UFFDIO_UNREGISTER, &range);
-out:
-	free(lr);
-	if (smap != NULL)
-		munmap(smap, HPZ_STATE_SIZE(region->len / (uint64_t)page));
-	if (uffd >= 0)
-		close(uffd);
-	if (sfd >= 0)
-		close(sfd);
-	if (bfd >= 0)
-		close(bfd);
-	pthread_mutex_unlock(&lib_lock);
-	return (error);
 }
 
 /*
@@ -860,9 +544,8 @@ hpz_unregister(const struct hpz_region *region)
 	pthread_mutex_lock(&lib_lock);
 	lr = lib_lookup((uintptr_t)region->addr, region->len);
 	if (lr == NULL) {
-		proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
+		lib_range_msg(&req, HPZ_MSG_UNREGISTER, (uintptr_t)region->addr,
+		    region->len);
 		error = lib_ask_moved(&req, sizeof(req), &reply, &lr);
 		if (error == 0 && (lr == NULL || lr->addr !=
 		    (uintptr_t)region->addr))
@@ -891,16 +574,13 @@ hpz_unregister(const struct hpz_region *region)
 			pthread_mutex_unlock(&lib_lock);
 			return (error);
 		}
-		proto_init(&req, HPZ_MSG_UNREGISTER, sizeof(req), 0);
-		req.addr = lr->addr;
-		req.len = lr->len;
 		/*
 		 * The daemon drops garbage and unregisters the range itself;
 		 * if it cannot be reached the region stays registered: never
 		 * exposed.
 		 */
-		error = lib_request(&req, sizeof(req), NULL, 0, &reply,
-		    HPZ_MSG_REPLY);
+		error = lib_range_request(HPZ_MSG_UNREGISTER, lr->addr,
+		    lr->len, &reply);
 		if (error == 0 || !lib_request_retry(deadline))
 			break;
 	}
@@ -931,9 +611,8 @@ hpz_reset(const struct hpz_region *region)
 	pthread_mutex_lock(&lib_lock);
 	lr = lib_lookup_within((uintptr_t)region->addr, region->len);
 	if (lr == NULL) {
-		proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
+		lib_range_msg(&req, HPZ_MSG_RESET, (uintptr_t)region->addr,
+		    region->len);
 		if ((error = lib_ask_moved(&req, sizeof(req), &reply,
 		    &lr)) == 0)
 			goto zap;
@@ -950,11 +629,8 @@ hpz_reset(const struct hpz_region *region)
 			pthread_mutex_unlock(&lib_lock);
 			return (error);
 		}
-		proto_init(&req, HPZ_MSG_RESET, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
-		error = lib_request(&req, sizeof(req), NULL, 0, &reply,
-		    HPZ_MSG_REPLY);
+		error = lib_range_request(HPZ_MSG_RESET,
+		    (uintptr_t)region->addr, region->len, &reply);
 		if (error == 0 || !lib_request_retry(deadline))
 			break;
 	}
@@ -972,11 +648,8 @@ zap:
 	 * ours maps the range.  Its failure costs speed, not correctness.
 	 */
 	if (error == 0) {
-		proto_init(&req, HPZ_MSG_SCRUB, sizeof(req), 0);
-		req.addr = (uintptr_t)region->addr;
-		req.len = region->len;
-		(void)lib_request(&req, sizeof(req), NULL, 0, &reply,
-		    HPZ_MSG_REPLY);
+		(void)lib_range_request(HPZ_MSG_SCRUB,
+		    (uintptr_t)region->addr, region->len, &reply);
 	}
 	pthread_mutex_unlock(&lib_lock);
 	return (error);
@@ -992,7 +665,7 @@ hpz_status(struct hpz_status *st)
 
 	if (st == NULL)
 		return (lib_fail(-EINVAL, "status is NULL"));
-	pthread_once(&lib_once, lib_init_once);
+	lib_init();
 	proto_init(&req, HPZ_MSG_STATUS, sizeof(req), 0);
 	pthread_mutex_lock(&lib_lock);
 	error = lib_request(&req, sizeof(req), NULL, 0, &reply,
@@ -1074,7 +747,7 @@ hpz_list_regions(struct hpz_region_info *info, size_t max, size_t *count)
 
 	if (count == NULL || (info == NULL && max != 0))
 		return (lib_fail(-EINVAL, "count is NULL"));
-	pthread_once(&lib_once, lib_init_once);
+	lib_init();
 	pthread_mutex_lock(&lib_lock);
 	do {
 		proto_init(&req, HPZ_MSG_REGIONS, sizeof(req), 0);

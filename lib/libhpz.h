@@ -59,13 +59,11 @@ enum lib_mode {
 	LIB_FALLBACK,		/* libhpz serves its own faults */
 };
 
-/* client.c */
+/* conn.c */
 extern pthread_mutex_t	 lib_lock;
-extern struct lib_region *lib_regions;
 int		 lib_fail(int error, const char *fmt, ...)
 		    __attribute__((format(printf, 2, 3)));
-int		 lib_is_registered(const struct hpz_region *region);
-void		 lib_forget(const struct hpz_region *region);
+void		 lib_init(void);
 int		 lib_dial(void);
 int		 lib_connect(void);
 void		 lib_disconnect(void);
@@ -74,8 +72,21 @@ int		 lib_exchange(int sock, void *req, size_t len, const int *fds,
 		    int timeout_ms);
 int		 lib_call(void *req, size_t len, const int *fds, int nfds,
 		    struct hpz_msg *reply, uint16_t want);
+int		 lib_request(void *req, size_t len, const int *fds, int nfds,
+		    struct hpz_msg *reply, uint16_t want);
+int		 lib_request_retry(uint64_t deadline);
+
+/* registry.c */
+extern struct lib_region *lib_regions;
 void		 lib_region_free(struct lib_region *lr);
+void		 lib_registry_fork_child(void);
 void		 lib_follow(struct lib_region *lr);
+struct lib_region *lib_find_id(uint64_t id);
+struct lib_region *lib_lookup(uintptr_t addr, size_t len);
+struct lib_region *lib_lookup_within(uintptr_t addr, size_t len);
+int		 lib_overlaps(uintptr_t addr, size_t len);
+int		 lib_is_registered(const struct hpz_region *region);
+void		 lib_forget(const struct hpz_region *region);
 
 /* guard.c */
 extern pthread_mutex_t	 lib_rlock;

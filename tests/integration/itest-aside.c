@@ -60,7 +60,7 @@ ad_fini(void)
 	}
 }
 
-TestSuite(attack, .fini = ad_fini);
+TestSuite(aside, .fini = ad_fini);
 
 static void
 ad_start(struct ad *d, const char *conf)
@@ -289,7 +289,7 @@ ad_touch(struct ad_touch *t, const void *p, size_t len)
  * every free huge page.  The victim's next touches must never get SIGBUS
  * and must read zero: no punch may have given its pages away.
  */
-Test(attack, aside_keeps_the_clients_pages, .timeout = 180)
+Test(aside, aside_keeps_the_clients_pages, .timeout = 180)
 {
 	struct hpz_region	r;
 	struct ad_touch		t;
@@ -326,7 +326,7 @@ Test(attack, aside_keeps_the_clients_pages, .timeout = 180)
  * MAP_NORESERVE mapping (its holes reserve nothing) is populated only down
  * to the reserve: the host's free, unreserved pages never fall below it.
  */
-Test(attack, eager_leaves_the_reserve, .timeout = 180)
+Test(aside, eager_leaves_the_reserve, .timeout = 180)
 {
 	struct hpz_status	st0, st;
 	struct hpz_region	r;
@@ -392,7 +392,7 @@ ad_file_pages(int fd)
  * punch, must not fill the holes (they read zero) in the daemon's memory:
  * its refills are bounded (none for a clear, hpzerod.conf(5)).
  */
-Test(attack, shmem_punched_is_not_refilled, .timeout = 180)
+Test(aside, shmem_punched_is_not_refilled, .timeout = 180)
 {
 	struct hpz_status	st0, st;
 	struct hpz_region	r;

@@ -63,7 +63,7 @@ bad_send_raw(int fd, const void *buf, size_t len, const int *fds, int nfds)
 	    "send: %s", strerror(errno));
 }
 
-Test(hostile, garbage_bytes)
+Test(bad, garbage_bytes)
 {
 	char	junk[100];
 	int	fd = itest_raw_connect(), i;
@@ -76,7 +76,7 @@ Test(hostile, garbage_bytes)
 	bad_daemon_alive();
 }
 
-Test(hostile, oversized_message)
+Test(bad, oversized_message)
 {
 	char	big[HPZ_MSG_MAX + 200];
 	int	fd = itest_raw_connect();
@@ -89,7 +89,7 @@ Test(hostile, oversized_message)
 	bad_daemon_alive();
 }
 
-Test(hostile, short_message)
+Test(bad, short_message)
 {
 	uint32_t	magic = HPZ_MAGIC;
 	int		fd = itest_raw_connect();
@@ -100,7 +100,7 @@ Test(hostile, short_message)
 	bad_daemon_alive();
 }
 
-Test(hostile, wrong_protocol_version)
+Test(bad, wrong_protocol_version)
 {
 	struct hpz_msg_header	h;
 	int			fd = itest_raw_connect();
@@ -112,7 +112,7 @@ Test(hostile, wrong_protocol_version)
 	close(fd);
 }
 
-Test(hostile, unknown_type_and_reply_type)
+Test(bad, unknown_type_and_reply_type)
 {
 	struct hpz_msg_header	h;
 	struct hpz_msg_reply	rep;
@@ -133,7 +133,7 @@ Test(hostile, unknown_type_and_reply_type)
 	bad_daemon_alive();
 }
 
-Test(hostile, length_mismatch)
+Test(bad, length_mismatch)
 {
 	struct hpz_msg_range	rg;
 	int			fd = itest_raw_connect();
@@ -145,7 +145,7 @@ Test(hostile, length_mismatch)
 	close(fd);
 }
 
-Test(hostile, unexpected_fds_are_closed)
+Test(bad, unexpected_fds_are_closed)
 {
 	struct hpz_msg_header	h;
 	int			fd, before, after, fds[3], i;
@@ -170,7 +170,7 @@ Test(hostile, unexpected_fds_are_closed)
 	cr_assert_eq(after, before, "daemon fds %d -> %d", before, after);
 }
 
-Test(hostile, hundreds_of_fds)
+Test(bad, hundreds_of_fds)
 {
 	struct hpz_msg_register	reg;
 	int			fd, before, after, i, j, many[200];
@@ -218,7 +218,7 @@ bad_register(int sock, struct hpz_region *r, int uffd, int fd,
 	bad_expect(sock, error, 0);
 }
 
-Test(hostile, register_with_bad_fds_keeps_connection)
+Test(bad, register_with_bad_fds_keeps_connection)
 {
 	struct hpz_region	r;
 	struct hpz_msg_header	h;
@@ -268,7 +268,7 @@ Test(hostile, register_with_bad_fds_keeps_connection)
 	hpz_region_destroy(&r);
 }
 
-Test(hostile, reset_of_another_connections_region)
+Test(bad, reset_of_another_connections_region)
 {
 	struct hpz_region	r;
 	struct hpz_msg_range	rg;
@@ -298,7 +298,7 @@ Test(hostile, reset_of_another_connections_region)
 	hpz_region_destroy(&r);
 }
 
-Test(hostile, bad_client_does_not_disturb_others)
+Test(bad, bad_client_does_not_disturb_others)
 {
 	struct hpz_region	r;
 	size_t			first;
@@ -320,7 +320,7 @@ Test(hostile, bad_client_does_not_disturb_others)
 	hpz_region_destroy(&r);
 }
 
-Test(hostile, flood_of_requests_without_reading)
+Test(bad, flood_of_requests_without_reading)
 {
 	struct hpz_msg_header	h;
 	int			sock, i;
@@ -335,7 +335,7 @@ Test(hostile, flood_of_requests_without_reading)
 	bad_daemon_alive();
 }
 
-Test(hostile, mapping_that_is_not_the_clients_own)
+Test(bad, mapping_that_is_not_the_clients_own)
 {
 	struct hpz_region	 r, other, far;
 	uint64_t		 feat, ioc;

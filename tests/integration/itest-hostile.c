@@ -537,33 +537,33 @@ hs_run(void (*attack)(struct hs_shared *), const char *name)
 	munmap(sh, sizeof(*sh));
 }
 
-Test(attack, busy_bit_then_fault, .timeout = 180)
+Test(hostile, busy_bit_then_fault, .timeout = 180)
 {
 	hs_run(hs_attack_busy_fault, "BUSY bit + fault");
 }
 
-Test(attack, busy_bits_then_reset, .timeout = 180)
+Test(hostile, busy_bits_then_reset, .timeout = 180)
 {
 	hs_run(hs_attack_busy_reset, "BUSY bits + reset");
 }
 
-Test(attack, random_state_bytes, .timeout = 180)
+Test(hostile, random_state_bytes, .timeout = 180)
 {
 	hs_run(hs_attack_random_state, "random state bytes + touch + reset");
 }
 
-Test(attack, truncated_sealed_discard_shmem_unregister, .timeout = 180)
+Test(hostile, truncated_sealed_discard_shmem_unregister, .timeout = 180)
 {
 	hs_run(hs_attack_truncate_unregister,
 	    "shmem HPZ_DISCARD sealed + truncated + unregister");
 }
 
-Test(attack, hugetlbfs_truncated_while_scrubbed, .timeout = 180)
+Test(hostile, hugetlbfs_truncated_while_scrubbed, .timeout = 180)
 {
 	hs_run(hs_attack_truncate_scrub, "hugetlbfs truncated while scrubbed");
 }
 
-Test(attack, truncated_while_fault_clears, .timeout = 180)
+Test(hostile, truncated_while_fault_clears, .timeout = 180)
 {
 	hs_run(hs_attack_truncate_fault, "truncated while a fault clears");
 }
@@ -573,7 +573,7 @@ Test(attack, truncated_while_fault_clears, .timeout = 180)
  * own daemon on a private socket, BUSY bits faulted and reset, and a file
  * truncated under the scrub, at once.
  */
-Test(attack, sigterm_stops_daemon_under_attack, .timeout = 180)
+Test(hostile, sigterm_stops_daemon_under_attack, .timeout = 180)
 {
 	struct hs_shared	*sh;
 	char			 dir[] = "/tmp/hpz-hostile.XXXXXX", sock[128];

@@ -347,7 +347,7 @@ wk_watch(struct wk_shared *sh, pid_t honest, pid_t hostile, uint64_t until)
  * A worker caught in UFFDIO_CONTINUE on a client's mmap_lock holds only
  * that client's faults: the honest client's go to other workers.
  */
-Test(attack, mmap_lock_held_over_continue, .timeout = 240)
+Test(workers, mmap_lock_held_over_continue, .timeout = 240)
 {
 	struct wk_shared	*sh;
 	struct hpz_status	 base, st;

@@ -40,6 +40,7 @@ void		 itest_expect_bytes(const void *, size_t, unsigned char,
 		    int bound_s, const char *what);
 void		 itest_register(struct hpz_region *);
 void		 itest_assert_zero(const struct hpz_region *, const char *);
+void		*itest_alias(const struct hpz_region *);
 struct sockaddr_un;
 void		 itest_sun(struct sockaddr_un *, const char *path);
 uint64_t	 itest_now_ms(void);

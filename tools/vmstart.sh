@@ -3,13 +3,14 @@
 # QEMU (TCG) guest takes from QEMU's start until it has touched every 4 KiB
 # page of its RAM once, with its RAM served by the kernel and by hpzerod.
 #
-#   tests/qemu/vmstart.sh [-r RUNS] [-s SIZES] [-p 2m|1g]
+#   tools/vmstart.sh [-r RUNS] [-s SIZES] [-p 2m|1g]
 #
 # HPZ_BUILDDIR (default ./build) is a built tree; HPZ_QEMU, HPZ_GUEST_CC and
-# HPZ_GUEST_LD as for qemu.sh.  Needs root: it grows the 2 MiB huge page
-# pool (and restores it), mounts a temporary hugetlbfs and starts a private
-# hpzerod.  The guest is qemu.sh's, booted with "-append touch": it reads one
-# word of each page, checks that it is zero, and exits through isa-debug-exit
+# HPZ_GUEST_LD as for tests/qemu/qemu.sh.  Needs root: it grows the 2 MiB
+# huge page pool (and restores it), mounts a temporary hugetlbfs and starts
+# a private hpzerod.  The guest is tests/qemu/qemu.sh's, booted with
+# "-append touch": it reads one word of each page, checks that it is zero,
+# and exits through isa-debug-exit
 # (QEMU exits 1 when every page read zero).
 #
 # For each size, after warming every free page of the huge page pool and one
@@ -67,7 +68,7 @@ shift $((OPTIND - 1))
 [ $# = 0 ] || usage
 case $RUNS in '' | *[!0-9]* | 0) usage ;; esac
 
-S=$(cd "$(dirname "$0")/../.." && pwd)
+S=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${HPZ_BUILDDIR:-./build}" 2>/dev/null && pwd) ||
 	{ echo "vmstart: no build tree ${HPZ_BUILDDIR:-./build}" >&2; exit 1; }
 QEMU=${HPZ_QEMU:-qemu-system-x86_64}
@@ -111,8 +112,8 @@ for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload
 	[ -e "$B/$f" ] || die "$B/$f not built"
 done
 
-# The guest, as qemu.sh builds it.
-G=$B/tests/qemu/vmstart
+# The guest, as tests/qemu/qemu.sh builds it.
+G=$B/tools/vmstart
 . "$S/tests/qemu/common.sh"
 guest_build >&2 || die "cannot build the guest"
 

@@ -12,7 +12,7 @@
 #   served fresh          the same registered with hpzerod (MISSING faults:
 #                         the daemon allocates)
 #
-#   tests/pool-charge.sh [-S size]
+#   tools/pool-charge.sh [-S size]
 #
 # HPZ_BUILDDIR (default ./build) is a built tree.  Needs root and a cgroup
 # v2 hierarchy with the hugetlb controller (/sys/fs/cgroup, or

@@ -1,0 +1,261 @@
+/*
+ * conn.c - libhpz's connection to hpzerod: the socket, a request and its
+ * validated reply, the wait for a daemon that went away, the reason a call
+ * failed (lib_fail, hpz_last_error), and what a forked child must not
+ * share.  The regions are registry.c's, the calls client.c's; what
+ * happens while hpzerod is away (reconnecting, serving faults ourselves)
+ * is in guard.c.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "libhpz.h"
+#include "hpz-protocol.h"
+
+#define LIB_REPLY_TIMEOUT_MS	60000
+
+/* The connection and its requests; before lib_rlock when both are held. */
+pthread_mutex_t		 lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
+static int		 lib_sock = -1;
+static uint32_t		 lib_seq;		/* never 0: a refusal's */
+static int		 lib_refused;		/* the last call's connection
+						   was refused at accept */
+static __thread char	 lib_error[HPZ_REPLY_TEXT + 64];
+
+static void		 lib_atfork_child(void);
+static void		 lib_init_once(void);
+static const char	*lib_socket_path(void);
+
+/* Record this thread's reason for a failure; returns error. */
+int
+lib_fail(int error, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(lib_error, sizeof(lib_error), fmt, ap);
+	va_end(ap);
+	return (error);
+}
+
+const char *
+hpz_last_error(void)
+{
+	return (lib_error);
+}
+
+/* A child must not share the parent's connection or its regions. */
+static void
+lib_atfork_child(void)
+{
+	pthread_mutex_init(&lib_lock, NULL);
+	if (lib_sock != -1)
+		close(lib_sock);
+	lib_sock = -1;
+	/* No guard thread here; its fds (and any server lock) must go. */
+	lib_guard_fork_child();
+	lib_registry_fork_child();
+}
+
+static void
+lib_init_once(void)
+{
+	pthread_atfork(NULL, NULL, lib_atfork_child);
+}
+
+/* Once a process, before its first request. */
+void
+lib_init(void)
+{
+	pthread_once(&lib_once, lib_init_once);
+}
+
+static const char *
+lib_socket_path(void)
+{
+	const char	*p = getenv("HPZ_SOCKET");
+
+	return (p != NULL && *p != '\0' ? p : HPZ_SOCKET_DEFAULT);
+}
+
+/* A new connection to hpzerod: its fd, or a negative errno (lib_fail). */
+int
+lib_dial(void)
+{
+	struct sockaddr_un	 sun;
+	const char		*path = lib_socket_path();
+	int			 fd, error;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return (lib_fail(-ENAMETOOLONG, "socket path too long: %s",
+		    path));
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return (lib_fail(-errno, "socket: %s", strerror(errno)));
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		error = -errno;
+		close(fd);
+		return (lib_fail(error, "cannot connect to hpzerod at %s: %s",
+		    path, strerror(-error)));
+	}
+	return (fd);
+}
+
+/* Connect if we are not connected (lock held). */
+int
+lib_connect(void)
+{
+	int	fd;
+
+	if (lib_sock != -1)
+		return (0);
+	if ((fd = lib_dial()) < 0)
+		return (fd);
+	lib_sock = fd;
+	lib_guard_connected(fd);
+	return (0);
+}
+
+/* Drop the connection (lock held); shutdown tells the guard's copy too. */
+void
+lib_disconnect(void)
+{
+	if (lib_sock != -1) {
+		shutdown(lib_sock, SHUT_RDWR);
+		close(lib_sock);
+		lib_guard_disconnected();
+	}
+	lib_sock = -1;
+}
+
+/*
+ * Send req (its seq set) on sock and wait up to timeout_ms for its reply,
+ * validated: of type want, or a plain reply (the daemon's status).  0, or
+ * a negative errno (lib_fail) when the connection is no good any more.
+ */
+int
+lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want, int timeout_ms)
+{
+	struct hpz_msg_header	*hdr = req;
+	struct pollfd		 pfd = { .fd = sock, .events = POLLIN };
+	char			 why[128] = "";
+	ssize_t			 n;
+	int			 error;
+
+	if (proto_send(sock, req, len, fds, nfds) != (ssize_t)len) {
+		error = -errno;
+		return (lib_fail(error, "cannot send to hpzerod: %s",
+		    strerror(-error)));
+	}
+	for (;;) {
+		n = poll(&pfd, 1, timeout_ms);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (lib_fail(-ETIMEDOUT, "no reply from hpzerod"));
+		n = proto_recv(sock, reply);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		break;
+	}
+	if (n <= 0) {
+		error = n == 0 ? -ECONNRESET : -errno;
+		return (lib_fail(error, "hpzerod closed the connection"));
+	}
+	/*
+	 * Sequence 0, before any answer: the daemon refused the connection
+	 * as it accepted it (a limit), and closes it.  Not a daemon that went
+	 * away: the caller gets the reason, at once.
+	 */
+	if (proto_validate(reply, why, sizeof(why)) == 0 &&
+	    reply->u.hdr.seq == 0 && reply->u.hdr.type == HPZ_MSG_REPLY &&
+	    reply->u.reply.error < 0) {
+		lib_refused = 1;
+		return (lib_fail(reply->u.reply.error, "hpzerod refused the "
+		    "connection: %.*s", (int)sizeof(reply->u.reply.text),
+		    reply->u.reply.text));
+	}
+	if (proto_validate(reply, why, sizeof(why)) != 0 ||
+	    reply->u.hdr.seq != hdr->seq ||
+	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
+		proto_close_fds(reply);
+		return (lib_fail(-EPROTO, "bad reply from hpzerod: %s",
+		    why[0] != '\0' ? why : "unexpected type or sequence"));
+	}
+	return (0);
+}
+
+/*
+ * Send a request and wait for its reply (lock held).  The reply is
+ * validated; the daemon's status is returned with its text as the error.
+ */
+int
+lib_call(void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want)
+{
+	struct hpz_msg_header	*hdr = req;
+	int			 error;
+
+	if ((error = lib_connect()) != 0)
+		return (error);
+	if (++lib_seq == 0)
+		lib_seq = 1;
+	hdr->seq = lib_seq;
+	if ((error = lib_exchange(lib_sock, req, len, fds, nfds, reply, want,
+	    LIB_REPLY_TIMEOUT_MS)) != 0) {
+		lib_disconnect();
+		return (error);
+	}
+	if (reply->u.hdr.type == HPZ_MSG_REPLY && reply->u.reply.error != 0)
+		return (lib_fail(reply->u.reply.error, "hpzerod: %s",
+		    reply->u.reply.text));
+	if (reply->u.hdr.type != want)
+		return (lib_fail(-EPROTO, "hpzerod sent a %s, expected a %s",
+		    proto_type_name(reply->u.hdr.type),
+		    proto_type_name(want)));
+	return (0);
+}
+
+/*
+ * A request (lock held).  If the connection was lost while we have
+ * regions, they are registered again first (guard.c): a new daemon must
+ * never see a request about a region it does not know.
+ */
+int
+lib_request(void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want)
+{
+	int	error;
+
+	if ((error = lib_guard_ready()) != 0)
+		return (error);
+	return (lib_call(req, len, fds, nfds, reply, want));
+}
+
+/* Wait a little for the daemon or the fallback; 0 if the deadline passed. */
+int
+lib_request_retry(uint64_t deadline)
+{
+	/* Refused by a daemon that is there: no waiting for another. */
+	if (lib_refused) {
+		lib_refused = 0;
+		return (0);
+	}
+	if (lib_guard_mode() == LIB_CONNECTED)
+		return (0);
+	return (lib_guard_wait(deadline));
+}
