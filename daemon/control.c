@@ -12,13 +12,30 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <linux/magic.h>
 
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+
 #include "bucket.h"
 #include "cctx.h"
+#include "conf.h"
+#include "control.h"
+#include "fdstore.h"
+#include "globals.h"
+#include "intercept.h"
+#include "log.h"
+#include "pool.h"
+#include "prep.h"
+#include "reap.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "status.h"
 
 /* Requests handled per wakeup before other clients get a turn. */
 #define CONTROL_BATCH	32

@@ -35,9 +35,17 @@
 #include <linux/falloc.h>
 #include <linux/userfaultfd.h>
 
-#include "hpzerod.h"
-#include "hostmem.h"
 #include "uffd-compat.h"
+
+#include "clear.h"
+#include "cost.h"
+#include "hostmem.h"
+#include "log.h"
+#include "pool.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "worker.h"
 
 #define COST_TRIES	9		/* a round trip: the median of these */
 #define COST_PAGES_MAX	32		/* pages the kernel's figures take */

@@ -26,8 +26,17 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+
 #include "cctx.h"
+#include "control.h"
+#include "fdstore.h"
+#include "log.h"
+#include "prep.h"
+#include "reap.h"
+#include "region.h"
 
 static const char	fdstore_kinds[FDSTORE_KINDS] = { 'u', 'f', 's', 'p' };
 static int		fdstore_on;

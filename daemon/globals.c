@@ -10,7 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "hpzerod.h"
+#include "globals.h"
+#include "log.h"
 
 struct event_base	*hpzd_base;
 uint64_t		 hpzd_start_ns;

@@ -12,8 +12,26 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
-#include "hpzerod.h"
+#include "hpz-protocol.h"
+
 #include "cctx.h"
+#include "clear.h"
+#include "conf.h"
+#include "control.h"
+#include "cost.h"
+#include "fdstore.h"
+#include "globals.h"
+#include "intercept.h"
+#include "log.h"
+#include "pool.h"
+#include "prep.h"
+#include "reap.h"
+#include "scrub.h"
+#include "stats.h"
+#include "status.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 #define HPZD_STATUS_INTERVAL	5	/* seconds between STATUS= updates */
 #define HPZD_OPT_KEY		256	/* getopt's value for key i: this + i */

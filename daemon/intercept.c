@@ -41,11 +41,25 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <linux/falloc.h>
+#include <linux/magic.h>
 #include <linux/userfaultfd.h>
 
 #include <fcntl.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "resolve.h"
+
+#include "cctx.h"
+#include "conf.h"
+#include "cost.h"
+#include "intercept.h"
+#include "log.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 /* Pages a step aside drops in one punch at most. */
 #define INTERCEPT_DROP_RUN	4096

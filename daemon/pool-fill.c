@@ -24,10 +24,14 @@
 
 #include <numaif.h>
 
-#include "hpzerod.h"
 #include "bucket.h"
 #include "clear.h"
+#include "conf.h"
+#include "log.h"
 #include "pool-fill.h"
+#include "pool.h"
+#include "stats.h"
+#include "topo.h"
 
 #define POOL_POLL_MS		50	/* the host's counts, at rest */
 #define POOL_HOST_NS		5000000ULL /* counts this old are read again */

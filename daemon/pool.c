@@ -30,9 +30,18 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "hpz-protocol.h"
+
 #include "bucket.h"
+#include "conf.h"
+#include "control.h"
+#include "globals.h"
+#include "log.h"
 #include "pool-fill.h"
+#include "pool.h"
+#include "region.h"
+#include "stats.h"
+#include "topo.h"
 
 #define POOL_WAIT_MS		20	/* a hand-out waits for a page... */
 #define POOL_WAIT_1G_MS		1000	/* ... or a 1 GiB page, in flight */

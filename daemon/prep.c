@@ -18,10 +18,18 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <linux/magic.h>
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "hpz-state.h"
+
+#include "cctx.h"
+#include "control.h"
+#include "globals.h"
+#include "log.h"
+#include "prep.h"
+#include "region.h"
 
 /* State bytes worked on between two looks at the cancel flag. */
 #define PREP_SLICE	(1ULL << 20)

@@ -15,14 +15,31 @@
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <linux/falloc.h>
+#include <linux/magic.h>
 #include <linux/userfaultfd.h>
 
 #include <event2/event.h>
 #include <numaif.h>
 
-#include "hpzerod.h"
-#include "hostmem.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+#include "resolve.h"
 #include "uffd-compat.h"
+
+#include "cctx.h"
+#include "fdstore.h"
+#include "globals.h"
+#include "hostmem.h"
+#include "intercept.h"
+#include "log.h"
+#include "prep.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
 static uint64_t	 region_next_id = 1;

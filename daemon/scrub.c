@@ -18,13 +18,28 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <linux/userfaultfd.h>
 
 #include <numa.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-state.h"
+#include "resolve.h"
+
 #include "bucket.h"
+#include "clear.h"
+#include "conf.h"
+#include "control.h"
+#include "globals.h"
 #include "hostmem.h"
+#include "log.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 enum scrub_kind {
 	SCRUB_AHEAD,		/* allocate [lo, lo+n) ahead of the faults */

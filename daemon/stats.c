@@ -4,9 +4,22 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hpzerod.h"
-#include "cctx.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
 #include "clock.h"
+
+#include "cctx.h"
+#include "clear.h"
+#include "control.h"
+#include "cost.h"
+#include "globals.h"
+#include "intercept.h"
+#include "reap.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "status.h"
+#include "worker.h"
 
 struct stats	stats;
 

@@ -22,8 +22,24 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-state.h"
+#include "resolve.h"
 #include "uffd-compat.h"
+
+#include "clear.h"
+#include "control.h"
+#include "cost.h"
+#include "globals.h"
+#include "intercept.h"
+#include "log.h"
+#include "plan.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 /* Faults read at once before other sources get a turn. */
 #define UFFD_READ_BATCH	64

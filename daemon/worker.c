@@ -18,7 +18,17 @@
 
 #include <numa.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+
+#include "clear.h"
+#include "globals.h"
+#include "log.h"
+#include "plan.h"
+#include "region.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 #define WORKER_SPIN_MIN_NS	2000ULL
 #define WORKER_POLL_MAX		256	/* regions an idle worker polls */

@@ -44,8 +44,21 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+
 #include "bucket.h"
+#include "clear.h"
+#include "conf.h"
+#include "control.h"
+#include "globals.h"
+#include "log.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "uffd.h"
+#include "worker.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)

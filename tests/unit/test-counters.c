@@ -11,7 +11,12 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+
+#include "clear.h"
+#include "stats.h"
+#include "status.h"
 
 struct counters_at {
 	const char	*name;		/* in struct hpz_status */

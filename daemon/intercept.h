@@ -1,0 +1,26 @@
+/*
+ * intercept.h - faults trapped only while a region holds garbage (intercept.c).
+ */
+#ifndef HPZD_INTERCEPT_H
+#define HPZD_INTERCEPT_H
+
+#include <stdint.h>
+
+struct conf;
+struct region;
+
+enum { INTERCEPT_AUTO, INTERCEPT_ALWAYS };	/* [policy] intercept */
+enum { ASIDE_AUTO, ASIDE_NEVER, ASIDE_ALWAYS };	/* [policy] step_aside */
+void		 intercept_configure(const struct conf *);
+const char	*intercept_policy_name(int which);
+int		 intercept_register(int uffd, uint64_t addr, uint64_t len,
+		    int faults);
+void		 intercept_init(struct region *);
+int		 intercept_on(struct region *);
+void		 intercept_check(struct region *);
+int		 intercept_arm(struct region *,
+		    void (*)(struct region *, int, void *), void *);
+void		 intercept_fault(struct region *);
+void		 intercept_aside_start(struct region *);
+
+#endif /* HPZD_INTERCEPT_H */

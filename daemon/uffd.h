@@ -1,0 +1,50 @@
+/*
+ * uffd.h - the fault path and the uffd's events (uffd.c).
+ */
+#ifndef HPZD_UFFD_H
+#define HPZD_UFFD_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+struct event;
+struct region;
+struct work;
+struct worker;
+
+/* A forked child's uffd for a region (UFFD_EVENT_FORK). */
+struct ufork {
+	TAILQ_ENTRY(ufork)	 entry;		/* region's forks, evlock */
+	struct region		*region;
+	int			 uffd;
+	_Atomic uint64_t	 addr;		/* the range in the child */
+	struct event		*ev;		/* main thread only */
+	struct event		*pidev;		/* the child's exit */
+	int			 pidfd;
+	atomic_uint		 tid;		/* a thread of the child */
+	atomic_int		 dead;		/* its range is gone: release */
+	atomic_int		 refs;		/* the list, queued faults */
+};
+
+void		 uffd_read_cb(int fd, short events, void *arg);
+int		 uffd_read(struct region *, struct worker *self);
+void		 uffd_handle(struct worker *, struct work *);
+void		 uffd_assist(struct work *);
+void		 uffd_work_cancel(struct work *);
+int		 uffd_premap(struct region *, uint64_t addr, uint64_t len,
+		    uint64_t *done);
+void		 uffd_kick(void);
+void		 uffd_region_gone(struct region *, const char *why);
+void		 uffd_region_refused(struct region *, const char *why);
+void		 uffd_tampered(struct region *, int n);
+void		 uffd_init(void);
+void		 uffd_region_init(struct region *);
+void		 uffd_forks_release(struct region *);
+void		 uffd_forks_unwatch(struct region *);
+int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
+int		 uffd_unregister(struct region *);
+int		 uffd_thread_cpu(pid_t pid, uint32_t tid);
+
+#endif /* HPZD_UFFD_H */
