@@ -889,7 +889,7 @@ control_status(struct client *c, struct hpz_msg *m)
 	struct hpz_msg_status_reply	s;
 
 	proto_init(&s, HPZ_MSG_STATUS_REPLY, sizeof(s), m->u.hdr.seq);
-	stats_fill(&s);
+	status_fill(&s);
 	control_fill_limits(&s, c->uid);
 	if (proto_send(c->fd, &s, sizeof(s), NULL, 0) != sizeof(s))
 		return (-1);
@@ -933,7 +933,7 @@ control_regions(struct client *c, struct hpz_msg *m)
 	struct hpz_msg_regions_reply	rep;
 
 	proto_init(&rep, HPZ_MSG_REGIONS_REPLY, sizeof(rep), m->u.hdr.seq);
-	stats_regions(&rep, m->u.regions.after_id, c->uid);
+	status_regions(&rep, m->u.regions.after_id, c->uid);
 	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
 		return (-1);
 	return (0);

@@ -136,7 +136,7 @@ hpzd_notify_status(void)
 {
 	char	buf[256];
 
-	stats_summary(buf, sizeof(buf));
+	status_summary(buf, sizeof(buf));
 	sd_notifyf(0, "STATUS=%s", buf);
 }
 

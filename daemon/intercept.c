@@ -96,6 +96,14 @@ intercept_configure(const struct conf *c)
 	}
 }
 
+/* The policies in force: INTERCEPT_*, ASIDE_*. */
+void
+intercept_policies(int *intercept, int *aside)
+{
+	*intercept = intercept_policy;
+	*aside = intercept_aside_policy;
+}
+
 const char *
 intercept_policy_name(int which)
 {

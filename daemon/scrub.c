@@ -247,18 +247,6 @@ scrub_region_pending(const struct region *r)
 	return (resolve_garbage((struct resolve_table *)&r->rt));
 }
 
-/* Garbage pages of every region (main thread). */
-uint64_t
-scrub_pending_pages(void)
-{
-	struct region	*r;
-	uint64_t	 n = 0;
-
-	TAILQ_FOREACH(r, &region_all, all)
-		n += scrub_region_pending(r);
-	return (n);
-}
-
 /* What a background transaction works with (the operations' argument). */
 struct scrub_ctx {
 	struct region	*r;

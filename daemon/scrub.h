@@ -1,5 +1,6 @@
 /*
- * scrub.h - background work at SCHED_IDLE: scrub, allocate ahead, premap (scrub.c).
+ * scrub.h - background work at SCHED_IDLE: scrub, allocate ahead, premap
+ * (scrub.c).
  */
 #ifndef HPZD_SCRUB_H
 #define HPZD_SCRUB_H
@@ -17,7 +18,6 @@ void		 scrub_configure(const struct conf *);
 void		 scrub_add(struct region *, uint64_t from);
 void		 scrub_remove(struct region *);
 void		 scrub_fault(struct region *, uint64_t idx, enum fault_kind);
-uint64_t	 scrub_pending_pages(void);
 uint64_t	 scrub_region_pending(const struct region *);
 double		 scrub_budget_gbs(int client);
 int		 scrub_busy(void);

@@ -1,5 +1,6 @@
 /*
- * status.h - the status replies, read from every module (status.c).
+ * status.h - the status and regions replies, read from every module
+ * (status.c).
  */
 #ifndef HPZD_STATUS_H
 #define HPZD_STATUS_H
@@ -10,9 +11,9 @@
 
 #include "hpz-protocol.h"
 
-void		 stats_fill(struct hpz_msg_status_reply *);
-void		 stats_regions(struct hpz_msg_regions_reply *, uint64_t after_id,
-		    uid_t uid);
-void		 stats_summary(char *buf, size_t len);
+void		 status_fill(struct hpz_msg_status_reply *);
+void		 status_regions(struct hpz_msg_regions_reply *,
+		    uint64_t after_id, uid_t uid);
+void		 status_summary(char *buf, size_t len);
 
 #endif /* HPZD_STATUS_H */
