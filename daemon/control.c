@@ -522,7 +522,7 @@ control_await(struct client *c, struct region *r, uint32_t seq,
 		control_pause(c);	/* already preparing: it wakes us */
 		return (0);
 	}
-	if (prep_region(r) == 1)
+	if (prep_region(r, control_region_ready) == 1)
 		control_pause(c);
 	return (c->broken ? -1 : 0);
 }

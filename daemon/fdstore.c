@@ -417,7 +417,7 @@ fdstore_take(uint64_t id, int *fds)
 	region_set_id(r, id);
 	r->stored = 1;
 	/* Busy pages and garbage are looked at after READY=1 (prep.c). */
-	(void)prep_region(r);
+	(void)prep_region(r, control_region_ready);
 }
 
 /*

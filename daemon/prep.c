@@ -25,7 +25,6 @@
 #include "hpz-state.h"
 
 #include "cctx.h"
-#include "control.h"
 #include "globals.h"
 #include "log.h"
 #include "prep.h"
@@ -359,7 +358,7 @@ prep_region_done(struct prep_job *j)
 
 	r->prep = NULL;
 	r->prep_kind = PREP_NONE;
-	control_region_ready(r);
+	r->prep_ready(r);
 }
 
 /*
@@ -384,20 +383,21 @@ prep_region_cdone(struct cctx_job *j)
 	if (cctx_cancelled(j))
 		return;
 	r->prep_kind = PREP_NONE;
-	control_region_ready(r);
+	r->prep_ready(r);
 }
 
 /*
  * Do what a new region needs before it serves (main thread), then call
- * control_region_ready(r): at once when nothing is left or without the
- * thread (0), else once the walk is done (1), on the region's client
- * context where it has one, else on the prep thread.
+ * ready(r): at once when nothing is left or without the thread (0), else
+ * once the walk is done (1), on the region's client context where it has
+ * one, else on the prep thread.
  */
 int
-prep_region(struct region *r)
+prep_region(struct region *r, void (*ready)(struct region *))
 {
+	r->prep_ready = ready;
 	if (r->prep_kind == PREP_NONE) {
-		control_region_ready(r);
+		ready(r);
 		return (0);
 	}
 	/* Set before it may run (at once, without the thread): done clears it. */

@@ -38,7 +38,7 @@ enum prep_kind {
 
 int		 prep_start(void);
 void		 prep_stop(void);
-int		 prep_region(struct region *);
+int		 prep_region(struct region *, void (*ready)(struct region *));
 void		 prep_region_cancel(struct region *);
 int		 prep_job(struct prep_job *, void (*work)(struct prep_job *),
 		    void (*done)(struct prep_job *), void *arg);

@@ -110,6 +110,7 @@ struct region {
 	int			 prep_kind;	/* PREP_*: work left */
 	struct prep_job		*prep;		/* queued, running or NULL */
 	struct prep_job		 prep_slot;	/* what prep points to */
+	void			(*prep_ready)(struct region *); /* then */
 	int			 fresh;		/* new state: no magic yet */
 	int			 started;	/* region_start() done */
 	uint64_t		 garbage_found;	/* garbage at register */
