@@ -1382,6 +1382,8 @@ control_init(int listen_fd)
 {
 	/* Fds a message brings and we do not keep go to the reaper. */
 	proto_set_closer(control_close_fd);
+	/* A region let go may leave an orphan client with nothing. */
+	region_on_release(control_orphan_check);
 	control_fd = listen_fd;
 	control_ev = event_new(hpzd_base, listen_fd, EV_READ | EV_PERSIST,
 	    control_accept_cb, NULL);

@@ -18,5 +18,7 @@ extern struct event_base	*hpzd_base;
 int		 hpzd_thread_start(pthread_t *, void *(*)(void *),
 		    const char *name);
 extern uint64_t			 hpzd_start_ns;
+void		 hpzd_kick_init(void (*tend)(void));
+void		 hpzd_kick(void);
 
 #endif /* HPZD_GLOBALS_H */

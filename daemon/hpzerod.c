@@ -26,11 +26,11 @@
 #include "pool.h"
 #include "prep.h"
 #include "reap.h"
+#include "region.h"
 #include "scrub.h"
 #include "stats.h"
 #include "status.h"
 #include "topo.h"
-#include "uffd.h"
 #include "worker.h"
 
 #define HPZD_STATUS_INTERVAL	5	/* seconds between STATUS= updates */
@@ -372,8 +372,8 @@ main(int argc, char **argv)
 	if (reap_start() != 0 || prep_start() != 0 || cctx_start() != 0)
 		fatalx("cannot start the reaper, prep and client threads");
 	reap_block_signal();
-	/* The uffd event plumbing exists before any region needs it. */
-	uffd_init();
+	/* The tending pass's plumbing exists before any region needs it. */
+	region_tend_init();
 	if (topo_init(&topo, "") == -1)
 		log_warnx("cannot read the CPU topology: workers not pinned");
 	if (clear_init(hpzd_conf.clear_kernel[0] != '\0' ?

@@ -52,6 +52,7 @@
 #include "cctx.h"
 #include "conf.h"
 #include "cost.h"
+#include "globals.h"
 #include "intercept.h"
 #include "log.h"
 #include "region.h"
@@ -401,7 +402,7 @@ intercept_fault(struct region *r)
 	if (!atomic_compare_exchange_strong(&r->aside, &expect,
 	    ASIDE_WANTED))
 		return;
-	uffd_kick();
+	hpzd_kick();
 }
 
 /*
@@ -447,7 +448,7 @@ intercept_aside_work(struct cctx_job *j)
 	}
 	/* A reset that waited for the pages the drop held: the loop answers. */
 	(void)resets_done;
-	uffd_kick();
+	hpzd_kick();
 }
 
 static void

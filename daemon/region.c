@@ -43,6 +43,8 @@
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
 static uint64_t	 region_next_id = 1;
+/* Told of a region the tending pass let go (control.c registers it). */
+static void	(*region_released)(struct client *);
 
 /* A reset being marked, or whose reply waits for pages our threads hold. */
 struct region_reset {
@@ -419,6 +421,7 @@ region_probe(pid_t pid, const struct hpz_msg_register *m, int uffd, int fd,
 	r->node = topo.nnodes > 1 ? region_client_node(pid, m->addr) : -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	region_tend_init();
 	uffd_region_init(r);
 	intercept_init(r);
 
@@ -974,6 +977,59 @@ region_reset_work(struct region *r)
 		rr->done(rr->arg, 0);
 		free(rr);
 	}
+}
+
+/*
+ * The main thread's tending pass over every region, after a kick from
+ * any thread (hpzd_kick): the children's uffds (uffd.c), resets whose
+ * reply waited for pages our threads held, a step aside a worker decided,
+ * garbage gone (intercept.c), and a region released: destroyed, then the
+ * control plane hears that its client may be done (region_on_release).
+ */
+static void
+region_tend_one(struct region *r)
+{
+	struct client	*c;
+
+	uffd_tend(r);
+	if (!TAILQ_EMPTY(&r->resets))
+		region_reset_work(r);
+	/* A step aside decided by a worker: its punches, on the context. */
+	intercept_aside_start(r);
+	/* Garbage gone: its faults go to the kernel from now on. */
+	if (!atomic_load(&r->gone))
+		intercept_check(r);
+	if (atomic_load(&r->gone)) {
+		c = r->client;
+		region_destroy(r);
+		if (region_released != NULL)
+			region_released(c);
+	}
+}
+
+static void
+region_tend(void)
+{
+	struct region	*r, *next;
+
+	for (r = TAILQ_FIRST(&region_all); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, all);
+		region_tend_one(r);
+	}
+}
+
+/* The tending pass runs after each kick (once, main thread). */
+void
+region_tend_init(void)
+{
+	hpzd_kick_init(region_tend);
+}
+
+/* The control plane hears of each region the tending pass let go. */
+void
+region_on_release(void (*released)(struct client *))
+{
+	region_released = released;
 }
 
 /*

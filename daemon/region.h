@@ -238,6 +238,8 @@ struct region	*region_find(struct client *, uint64_t addr, uint64_t len,
 int		 region_reset(struct region *, uint64_t addr, uint64_t len,
 		    void (*done)(void *, int), void *arg);
 void		 region_reset_work(struct region *);
+void		 region_tend_init(void);
+void		 region_on_release(void (*)(struct client *));
 void		 region_resolve_init(struct region *);
 uint64_t	 region_addr(const struct region *);
 void		 region_set_addr(struct region *, uint64_t addr);

@@ -453,7 +453,7 @@ scrub_page(struct scrub_ctx *x, uint64_t i, int flags)
 	}
 	/* The last garbage gone: the loop may leave the faults to the kernel. */
 	if (rs.resets_done || rs.garbage_gone)
-		uffd_kick();
+		hpzd_kick();
 }
 
 /* One chunk of background work on r (a reference is held). */

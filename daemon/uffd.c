@@ -28,7 +28,6 @@
 #include "uffd-compat.h"
 
 #include "clear.h"
-#include "control.h"
 #include "cost.h"
 #include "globals.h"
 #include "intercept.h"
@@ -69,10 +68,6 @@
 #define UFFD_STRAY_LOG_EVERY	1000
 /* Faults in a row on one page outside the region before it is poisoned. */
 #define UFFD_STRAY_POISON	3
-
-/* Wakes the main thread for what only it may do (uffd_main_cb). */
-static int		 uffd_efd = -1;
-static struct event	*uffd_main_ev;
 
 static int	uffd_batch(struct region *, struct ufork *, struct worker *);
 
@@ -146,17 +141,6 @@ uffd_work_free(struct work *w)
 	free(w);
 }
 
-/* Ask the main thread to look at the regions (any thread). */
-void
-uffd_kick(void)
-{
-	uint64_t	one = 1;
-
-	if (uffd_efd >= 0 && write(uffd_efd, &one, sizeof(one)) == -1 &&
-	    errno != EAGAIN)
-		log_warn("uffd: wake the main thread");
-}
-
 /*
  * Mark the region for release by the main thread; stop background work.
  * What the client did to the region (its file refused our write) is a
@@ -167,7 +151,7 @@ uffd_region_release(struct region *r, int warn, const char *why)
 {
 	/*
 	 * gone is published last: from then on the main thread may free r
-	 * (uffd_main_region), so nothing of r is touched after it.  Two
+	 * (region_tend), so nothing of r is touched after it.  Two
 	 * threads releasing at once may both log; scrub_remove is idempotent.
 	 */
 	if (atomic_load(&r->gone))
@@ -181,7 +165,7 @@ uffd_region_release(struct region *r, int warn, const char *why)
 	scrub_remove(r);
 	if (atomic_exchange(&r->gone, 1))
 		return;
-	uffd_kick();
+	hpzd_kick();
 }
 
 void
@@ -218,7 +202,7 @@ uffd_unmapped(struct region *r, struct ufork *f, uint64_t start,
 	}
 	if (start <= base && end - base >= r->len) {
 		atomic_store(&f->dead, 1);
-		uffd_kick();
+		hpzd_kick();
 	}
 }
 
@@ -311,7 +295,7 @@ uffd_forked(struct region *r, struct ufork *parent, int ufd)
 	TAILQ_INSERT_TAIL(&r->forks, f, entry);
 	log_info("region %llu: client forked; serving the child too",
 	    (unsigned long long)r->id);
-	uffd_kick();
+	hpzd_kick();
 }
 
 /*
@@ -586,7 +570,7 @@ uffd_fork_exit_cb(int fd, short events, void *arg)
 	struct ufork	*f = arg;
 
 	atomic_store(&f->dead, 1);
-	uffd_kick();
+	hpzd_kick();
 }
 
 /* A child's uffd is readable (main thread). */
@@ -604,7 +588,7 @@ uffd_fork_read_cb(int fd, short events, void *arg)
 		log_warn("region %llu: read child's uffd",
 		    (unsigned long long)r->id);
 		atomic_store(&f->dead, 1);
-		uffd_kick();
+		hpzd_kick();
 	}
 }
 
@@ -685,15 +669,14 @@ uffd_fork_unwatched(struct region *r, struct ufork *f)
 }
 
 /*
- * What the events asked of the main thread for r: watch new children's
- * uffds and their exit, let dead children go, release a region gone.
+ * The main thread's part of a region's children (region_tend): watch the
+ * uffds of new ones and the exit of each, let the dead ones go.
  */
-static void
-uffd_main_region(struct region *r)
+void
+uffd_tend(struct region *r)
 {
 	struct uforks	 dead = TAILQ_HEAD_INITIALIZER(dead);
 	struct ufork	*f, *next;
-	struct client	*c;
 	uint32_t	 tid;
 	int		 pidfd;
 
@@ -732,14 +715,6 @@ uffd_main_region(struct region *r)
 		}
 	}
 	pthread_mutex_unlock(&r->evlock);
-	/* Resets whose reply waited for pages our threads held. */
-	if (!TAILQ_EMPTY(&r->resets))
-		region_reset_work(r);
-	/* A step aside decided by a worker: its punches, on the context. */
-	intercept_aside_start(r);
-	/* Garbage gone: its faults go to the kernel from now on. */
-	if (!atomic_load(&r->gone))
-		intercept_check(r);
 	while ((f = TAILQ_FIRST(&dead)) != NULL) {
 		TAILQ_REMOVE(&dead, f, entry);
 		log_info("region %llu: a child is gone",
@@ -748,47 +723,12 @@ uffd_main_region(struct region *r)
 			f->pidfd = -1;
 		uffd_fork_release(f);
 	}
-	if (atomic_load(&r->gone)) {
-		c = r->client;
-		region_destroy(r);
-		control_orphan_check(c);
-	}
-}
-
-/* Events asked something of the main thread. */
-static void
-uffd_main_cb(int fd, short events, void *arg)
-{
-	struct region	*r, *next;
-	uint64_t	 v;
-
-	if (read(uffd_efd, &v, sizeof(v)) == -1 && errno != EAGAIN)
-		log_warn("uffd: read eventfd");
-	for (r = TAILQ_FIRST(&region_all); r != NULL; r = next) {
-		next = TAILQ_NEXT(r, all);
-		uffd_main_region(r);
-	}
-}
-
-/* Set up the main thread's side of event handling (once, main thread). */
-void
-uffd_init(void)
-{
-	if (uffd_main_ev != NULL)
-		return;
-	if ((uffd_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
-		fatal("eventfd");
-	uffd_main_ev = event_new(hpzd_base, uffd_efd, EV_READ | EV_PERSIST,
-	    uffd_main_cb, NULL);
-	if (uffd_main_ev == NULL || event_add(uffd_main_ev, NULL) == -1)
-		fatalx("cannot watch the uffd events");
 }
 
 /* A new region's event-handling fields. */
 void
 uffd_region_init(struct region *r)
 {
-	uffd_init();
 	pthread_mutex_init(&r->evlock, NULL);
 	TAILQ_INIT(&r->forks);
 }
@@ -1356,7 +1296,7 @@ uffd_finish(struct uffd_batch *b)
 	}
 	/* The last garbage gone: the loop may leave the faults to the kernel. */
 	if (rs->resets_done || rs->garbage_gone)
-		uffd_kick();
+		hpzd_kick();
 }
 
 /*

@@ -35,11 +35,10 @@ void		 uffd_assist(struct work *);
 void		 uffd_work_cancel(struct work *);
 int		 uffd_premap(struct region *, uint64_t addr, uint64_t len,
 		    uint64_t *done);
-void		 uffd_kick(void);
 void		 uffd_region_gone(struct region *, const char *why);
 void		 uffd_region_refused(struct region *, const char *why);
 void		 uffd_tampered(struct region *, int n);
-void		 uffd_init(void);
+void		 uffd_tend(struct region *);
 void		 uffd_region_init(struct region *);
 void		 uffd_forks_release(struct region *);
 void		 uffd_forks_unwatch(struct region *);

@@ -245,7 +245,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if ((hpzd_base = event_base_new()) == NULL)
 		fuzz_fail("event_base_new failed");
 	/* As the daemon does at start: not in the first input that registers. */
-	uffd_init();
+	region_tend_init();
 	fuzz_start_threads();
 	if ((fd = fuzz_userfaultfd()) != -1) {
 		fuzz_have_uffd = 1;
