@@ -32,6 +32,8 @@
 #include "pool.h"
 #include "prep.h"
 #include "reap.h"
+#include "region-check.h"
+#include "region-life.h"
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"

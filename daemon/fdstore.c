@@ -36,6 +36,7 @@
 #include "log.h"
 #include "prep.h"
 #include "reap.h"
+#include "region-life.h"
 #include "region.h"
 
 static const char	fdstore_kinds[FDSTORE_KINDS] = { 'u', 'f', 's', 'p' };

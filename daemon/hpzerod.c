@@ -26,7 +26,7 @@
 #include "pool.h"
 #include "prep.h"
 #include "reap.h"
-#include "region.h"
+#include "region-life.h"
 #include "scrub.h"
 #include "stats.h"
 #include "status.h"

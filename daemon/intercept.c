@@ -55,6 +55,7 @@
 #include "globals.h"
 #include "intercept.h"
 #include "log.h"
+#include "region-life.h"
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"

@@ -1,5 +1,8 @@
 /*
- * region.h - a registered range and the client that owns it (region.c).
+ * region.h - the object every layer reads: a registered range (struct
+ * region) and the client that owns it (struct client), and the page-level
+ * helpers of region-page.c.  Its lifecycle is region.c's (region-life.h),
+ * its validation region-check.c's (region-check.h).
  */
 #ifndef HPZD_REGION_H
 #define HPZD_REGION_H
@@ -189,71 +192,15 @@ struct client {
 };
 TAILQ_HEAD(clients, client);
 
-/* What register learned about a backing file. */
-struct backing {
-	long			 fs_magic;
-	uint64_t		 page_size;
-	uint64_t		 size;
-	dev_t			 dev;
-	ino_t			 ino;
-};
-
-extern struct regions	 region_all;
-int		 region_check_range(uint64_t addr, uint64_t len, uint64_t offset,
-		    uint64_t page_size, const struct backing *b, char *why,
-		    size_t whylen);
-int		 region_check_backing(int fd, struct backing *b, char *why,
-		    size_t whylen);
-int		 region_check_uffd(int fd, char *why, size_t whylen);
+/* region-page.c: where it lies, its pages, the work on it. */
 int		 region_overlaps(uint64_t a_start, uint64_t a_len,
 		    uint64_t b_start, uint64_t b_len);
-struct region	*region_conflict(const struct regions *all,
-		    const struct client *c, uint64_t addr, uint64_t len,
-		    dev_t dev, ino_t ino, uint64_t offset);
-int		 region_check_state(int sfd, uint64_t npages, char *why,
-		    size_t whylen);
-int		 region_create(struct client *, const struct hpz_msg_register *,
-		    int uffd, int fd, int sfd, struct region **, char *why,
-		    size_t whylen);
-int		 region_start(struct region *);
-int		 region_check_pages(uint64_t npages, uint64_t page_size,
-		    char *why, size_t whylen);
-void		 region_limits(uint64_t max_pages);
-uint64_t	 region_limit_pages(void);
-struct region	*region_find_state(int sfd);
-void		 region_set_id(struct region *, uint64_t id);
-void		 region_reserve_ids(uint64_t max);
-void		 region_move(struct region *, struct client *);
-void		 region_destroy(struct region *);
-void		 region_destroy_then(struct region *, void (*)(void *),
-		    void *);
-int		 region_probe(pid_t, const struct hpz_msg_register *, int,
-		    int, int, struct region **, char *, size_t);
-int		 region_attach(struct client *, struct region *, char *,
-		    size_t);
-void		 region_free_probed(struct region *);
-void		 region_discard(struct cctx *, struct region *);
-struct region	*region_find(struct client *, uint64_t addr, uint64_t len,
-		    int exact);
-int		 region_reset(struct region *, uint64_t addr, uint64_t len,
-		    void (*done)(void *, int), void *arg);
-void		 region_reset_work(struct region *);
-void		 region_tend_init(void);
-void		 region_on_release(void (*)(struct client *));
-void		 region_resolve_init(struct region *);
 uint64_t	 region_addr(const struct region *);
 void		 region_set_addr(struct region *, uint64_t addr);
 uint64_t	 region_page_index(const struct region *, uint64_t addr);
 void		 region_work_done(struct region *);
-void		 region_set_policy(struct region *, uint32_t flags, int prio);
 int		 region_populate(struct region *, uint64_t idx, uint64_t n);
 int		 region_populate_spare(struct region *, uint64_t idx);
-int		 region_check_mapping(pid_t pid, uint64_t addr, uint64_t len,
-		    dev_t dev, ino_t ino, uint64_t offset, char *why,
-		    size_t whylen);
-int		 region_check_maps_line(const char *line, uint64_t *start,
-		    uint64_t *end, uint64_t *off, unsigned int *major,
-		    unsigned int *minor, unsigned long *ino, int *shared_rw);
 int		 region_client_node(pid_t pid, uint64_t addr);
 int		 region_page_node(const struct region *, uint64_t idx);
 

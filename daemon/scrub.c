@@ -34,6 +34,7 @@
 #include "globals.h"
 #include "hostmem.h"
 #include "log.h"
+#include "region-life.h"
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"

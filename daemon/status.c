@@ -16,6 +16,7 @@
 #include "globals.h"
 #include "intercept.h"
 #include "reap.h"
+#include "region-life.h"
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"

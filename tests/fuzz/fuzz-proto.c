@@ -54,10 +54,10 @@
 #include "control.h"
 #include "globals.h"
 #include "log.h"
+#include "region-life.h"
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"
-#include "uffd.h"
 #include "worker.h"
 
 #if defined(__has_feature)

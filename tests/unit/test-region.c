@@ -29,6 +29,8 @@
 
 #include "cost.h"
 #include "intercept.h"
+#include "region-check.h"
+#include "region-life.h"
 #include "region.h"
 
 
