@@ -82,6 +82,34 @@ control_limits(const struct conf *c)
 }
 
 /*
+ * SIGHUP's settings (main thread): each module takes its own, and here
+ * they reach what the control plane holds: every client's background
+ * budget, every region's garbage when scrubbing comes back on, every
+ * region's interception under a new [policy].
+ */
+void
+control_reload(const struct conf *c)
+{
+	struct client	*cl;
+	struct region	*r;
+	int		 scrub_on;
+
+	scrub_on = scrub_configure(c);
+	TAILQ_FOREACH(cl, &control_clients, entry)
+		if (cl->budget != NULL)
+			bucket_set(cl->budget, c->client_gbs);
+	/* Garbage left while scrubbing was off: go over it now. */
+	if (scrub_on)
+		TAILQ_FOREACH(r, &region_all, all)
+			scrub_add(r, 0);
+	control_limits(c);
+	pool_configure(c);
+	intercept_configure(c);
+	TAILQ_FOREACH(r, &region_all, all)
+		intercept_reconfigure(r);
+}
+
+/*
  * What one uid holds: connections, regions, bytes registered, bytes of
  * page state (each client keeps its sums, region.c).  Regions taken back
  * from the fd store count once, with the orphan that holds them until

@@ -23,6 +23,7 @@ void		 control_shutdown(void);
 size_t		 control_nclients(void);
 int		 control_message(struct client *, struct hpz_msg *);
 void		 control_limits(const struct conf *);
+void		 control_reload(const struct conf *);
 void		 control_uid_usage(uid_t, int *clients, int *regions,
 		    uint64_t *bytes, uint64_t *state_bytes);
 void		 control_region_ready(struct region *);

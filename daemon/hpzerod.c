@@ -177,10 +177,7 @@ hpzd_reload(void)
 		    "threads), [limits], [pool] and [policy] change while "
 		    "running; restart hpzerod for the others", names);
 	conf_reload(&hpzd_conf, &c);
-	scrub_configure(&hpzd_conf);
-	control_limits(&hpzd_conf);
-	pool_configure(&hpzd_conf);
-	intercept_configure(&hpzd_conf);
+	control_reload(&hpzd_conf);
 	hpzd_log_settings("SIGHUP: settings", &hpzd_conf, 1);
 }
 

@@ -55,7 +55,6 @@
 #include "globals.h"
 #include "intercept.h"
 #include "log.h"
-#include "region-life.h"
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"
@@ -78,24 +77,26 @@ intercept_configured(struct region *r, int error, void *arg)
 	(void)arg;
 }
 
-/*
- * [policy] in hpzerod.conf (main thread; SIGHUP too).  intercept = always:
- * every region's faults come back to us, each registered on its client's
- * context (UFFDIO_REGISTER takes the client's mmap_lock).
- */
+/* [policy] in hpzerod.conf (main thread; SIGHUP too). */
 void
 intercept_configure(const struct conf *c)
 {
-	struct region	*r;
-
 	intercept_policy = c->intercept;
 	intercept_aside_policy = c->step_aside;
-	TAILQ_FOREACH(r, &region_all, all) {
-		if (intercept_policy != INTERCEPT_ALWAYS)
-			intercept_check(r);
-		else if (r->started && !r->arming && !r->ending)
-			(void)intercept_arm(r, intercept_configured, NULL);
-	}
+}
+
+/*
+ * A region under the policy just configured (main thread, for each).
+ * intercept = always: its faults come back to us, registered on its
+ * client's context (UFFDIO_REGISTER takes the client's mmap_lock).
+ */
+void
+intercept_reconfigure(struct region *r)
+{
+	if (intercept_policy != INTERCEPT_ALWAYS)
+		intercept_check(r);
+	else if (r->started && !r->arming && !r->ending)
+		(void)intercept_arm(r, intercept_configured, NULL);
 }
 
 /* The policies in force: INTERCEPT_*, ASIDE_*. */

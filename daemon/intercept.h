@@ -12,6 +12,7 @@ struct region;
 enum { INTERCEPT_AUTO, INTERCEPT_ALWAYS };	/* [policy] intercept */
 enum { ASIDE_AUTO, ASIDE_NEVER, ASIDE_ALWAYS };	/* [policy] step_aside */
 void		 intercept_configure(const struct conf *);
+void		 intercept_reconfigure(struct region *);
 void		 intercept_policies(int *intercept, int *aside);
 const char	*intercept_policy_name(int which);
 int		 intercept_register(int uffd, uint64_t addr, uint64_t len,

@@ -30,11 +30,9 @@
 #include "bucket.h"
 #include "clear.h"
 #include "conf.h"
-#include "control.h"
 #include "globals.h"
 #include "hostmem.h"
 #include "log.h"
-#include "region-life.h"
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"
@@ -596,14 +594,14 @@ scrub_main(void *arg)
 	return (NULL);
 }
 
-/* Settings that SIGHUP may change. */
-void
+/*
+ * Settings that SIGHUP may change: 1 if scrubbing was off and is on now
+ * (the caller hands it every region's garbage again), else 0.
+ */
+int
 scrub_configure(const struct conf *c)
 {
-	struct client	*cl;
-
-	struct region	*r;
-	int		 was;
+	int	was;
 
 	hostmem_set_reserve(c->pool_reserve[0], c->pool_reserve[1]);
 	pthread_mutex_lock(&scrub_lock);
@@ -616,13 +614,7 @@ scrub_configure(const struct conf *c)
 	pthread_mutex_unlock(&scrub_lock);
 	if (scrub_global != NULL)
 		bucket_set(scrub_global, c->background_gbs);
-	TAILQ_FOREACH(cl, &control_clients, entry)
-		if (cl->budget != NULL)
-			bucket_set(cl->budget, c->client_gbs);
-	/* Garbage left while scrubbing was off: go over it now. */
-	if (!was && c->scrub)
-		TAILQ_FOREACH(r, &region_all, all)
-			scrub_add(r, 0);
+	return (!was && c->scrub);
 }
 
 /*
@@ -638,7 +630,7 @@ scrub_start(const struct conf *c)
 		log_warn("scrub: its budget");
 		return (-ENOMEM);
 	}
-	scrub_configure(c);
+	(void)scrub_configure(c);	/* no region yet */
 	n = c->scrub_threads > 0 ? c->scrub_threads :
 	    (topo.ncpus > 0 ? topo.ncpus : 1);
 	if (n > HPZD_WORKERS_MAX)

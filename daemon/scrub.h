@@ -14,7 +14,7 @@ struct region;
 
 int		 scrub_start(const struct conf *);
 void		 scrub_stop(void);
-void		 scrub_configure(const struct conf *);
+int		 scrub_configure(const struct conf *);
 void		 scrub_add(struct region *, uint64_t from);
 void		 scrub_remove(struct region *);
 void		 scrub_fault(struct region *, uint64_t idx, enum fault_kind);
