@@ -320,6 +320,38 @@ control_listen(const char *path, int *from_systemd)
 	return (control_bind(path));
 }
 
+/*
+ * A region systemd's fd store kept for process pid, registered again
+ * without a socket: its orphan client holds it until the process
+ * connects again or exits.
+ */
+static void
+control_adopt(uint64_t id, pid_t pid, const struct hpz_msg_register *m,
+    int *fds)
+{
+	struct client	*c;
+	struct region	*r;
+	char		 why[HPZ_REPLY_TEXT];
+	int		 error;
+
+	if ((c = control_orphan(pid)) == NULL) {
+		fdstore_release(id, fds, "cannot watch its client");
+		return;
+	}
+	error = region_create(c, m, fds[0], fds[1], fds[2], &r, why,
+	    sizeof(why));
+	if (error != 0) {
+		control_orphan_check(c);
+		fdstore_release(id, fds, why);
+		return;
+	}
+	r->pidfd = fds[3];
+	region_set_id(r, id);
+	r->stored = 1;
+	/* Busy pages and garbage are looked at after READY=1 (prep.c). */
+	(void)prep_region(r, control_region_ready);
+}
+
 /* Take back the regions systemd's fd store kept (see fdstore.c). */
 void
 control_retake(void)
@@ -330,7 +362,7 @@ control_retake(void)
 		if (control_stored_fds[i] >= 0)
 			fcntl(control_stored_fds[i], F_SETFD, FD_CLOEXEC);
 	fdstore_retake(control_stored_n, control_stored_fds,
-	    control_stored_names);
+	    control_stored_names, control_adopt);
 	for (i = 0; control_stored_names != NULL && i < control_stored_n; i++)
 		free(control_stored_names[i]);
 	free(control_stored_names);
