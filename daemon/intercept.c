@@ -429,7 +429,7 @@ intercept_aside_work(struct cctx_job *j)
 		TAILQ_REMOVE(&woken, pw, entry);
 		w = (struct work *)(void *)((char *)pw -
 		    offsetof(struct work, park));
-		worker_submit(w, -1, r->node);
+		uffd_requeue(w);
 	}
 	atomic_fetch_add(&stats.steps_aside, 1);
 	atomic_fetch_add(&stats.pages_aside, dropped);

@@ -376,7 +376,7 @@ region_start(struct region *r)
 			return (-1);
 	} else
 		intercept_check(r);
-	worker_poll_add(r);
+	uffd_poll_start(r);
 	/*
 	 * A fault whose message a dead server read is still waiting: wake
 	 * every thread of the range, so it faults again and reaches us.
@@ -622,7 +622,7 @@ region_destroy_then(struct region *r, void (*then)(void *), void *arg)
 	r->ending = 1;
 	prep_region_cancel(r);
 	scrub_remove(r);
-	worker_poll_remove(r);
+	uffd_poll_stop(r);
 	event_del(r->ev);
 	region_drain(r);
 	region_reset_cancel(r);

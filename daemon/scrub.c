@@ -448,7 +448,7 @@ scrub_page(struct scrub_ctx *x, uint64_t i, int flags)
 		TAILQ_REMOVE(&rs.woken, pw, entry);
 		w = (struct work *)(void *)((char *)pw -
 		    offsetof(struct work, park));
-		worker_requeue(w);
+		uffd_requeue(w);
 	}
 	/* The last garbage gone: the loop may leave the faults to the kernel. */
 	if (rs.resets_done || rs.garbage_gone)

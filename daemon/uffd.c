@@ -130,6 +130,28 @@ uffd_fork_put(struct ufork *f)
 	free(f);
 }
 
+/*
+ * The hash that spreads faults over workers: region id times a prime, plus
+ * the page index.  Adjacent pages of one region go to different workers,
+ * and the same page index of two regions does not land together (a prime
+ * shares no factor with the worker count).
+ */
+#define UFFD_ROUTE_PRIME	7919
+
+static uint64_t
+uffd_route_hash(const struct work *w)
+{
+	return (w->region->id * UFFD_ROUTE_PRIME +
+	    region_page_index(w->region, w->addr));
+}
+
+/* Queue again a fault that waited for a page (any thread). */
+void
+uffd_requeue(struct work *w)
+{
+	worker_submit(w, -1, w->region->node, uffd_route_hash(w));
+}
+
 /* A fault item is done with: drop what it holds. */
 static void
 uffd_work_free(struct work *w)
@@ -377,6 +399,8 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 			continue;
 		}
 		w->type = WORK_FAULT;
+		w->run = uffd_handle;
+		w->requeue = uffd_requeue;
 		atomic_fetch_add(&stats.faults_inflight, 1);
 		w->region = r;
 		w->addr = msgs[i].arg.pagefault.address;
@@ -407,7 +431,7 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 			idx = (w->addr - base) / r->page_size;
 			node = region_page_node(r, idx);
 		}
-		worker_submit(w, cpu, node);
+		worker_submit(w, cpu, node, uffd_route_hash(w));
 	}
 	return ((int)count);
 }
@@ -437,11 +461,34 @@ uffd_read(struct region *r, struct worker *self)
 			log_warn("region %llu: read uffd, no longer serving it",
 			    (unsigned long long)r->id);
 			event_del(r->ev);
-			worker_poll_remove(r);
+			uffd_poll_stop(r);
 		}
 		return (0);
 	}
 	return (n);
+}
+
+static int
+uffd_poll(void *arg, struct worker *self)
+{
+	return (uffd_read(arg, self));
+}
+
+/* Idle workers read r's uffd too (main thread). */
+void
+uffd_poll_start(struct region *r)
+{
+	r->polled = worker_poll_add(uffd_poll, r, r->node);
+}
+
+/* After this returns no worker reads r's uffd (main thread). */
+void
+uffd_poll_stop(struct region *r)
+{
+	if (!r->polled)
+		return;
+	worker_poll_remove(r);
+	r->polled = 0;
 }
 
 /* The uffd is readable (main thread). */
@@ -895,8 +942,8 @@ uffd_tampered(struct region *r, int n)
 }
 
 /* A worker asked to help with a job. */
-void
-uffd_assist(struct work *item)
+static void
+uffd_assist(struct worker *self, struct work *item)
 {
 	clear_job_run(item->job);
 	clear_job_put(item->job);
@@ -999,8 +1046,8 @@ uffd_offer(struct clear_job *job, void *arg)
 {
 	struct uffd_batch	*b = arg;
 
-	return (worker_assist(job, b->r, b->rs.hold.lo, b->self,
-	    b->awake_only));
+	return (worker_assist(job, b->r, region_page_node(b->r, b->rs.hold.lo),
+	    b->self, b->awake_only, uffd_assist));
 }
 
 /*

@@ -31,7 +31,9 @@ struct ufork {
 void		 uffd_read_cb(int fd, short events, void *arg);
 int		 uffd_read(struct region *, struct worker *self);
 void		 uffd_handle(struct worker *, struct work *);
-void		 uffd_assist(struct work *);
+void		 uffd_requeue(struct work *);
+void		 uffd_poll_start(struct region *);
+void		 uffd_poll_stop(struct region *);
 void		 uffd_work_cancel(struct work *);
 int		 uffd_premap(struct region *, uint64_t addr, uint64_t len,
 		    uint64_t *done);

@@ -25,9 +25,16 @@ enum work_type {
 	WORK_ASSIST,		/* take extents of a shared job */
 };
 
-/* One fault (or a share of a job), from the uffd reader to a worker. */
+/*
+ * One fault (or a share of a job), from the uffd reader to a worker, which
+ * calls run with it; a stuck worker hands it on through requeue (NULL: to
+ * any other worker).  What it holds is theirs: the worker reads none of
+ * it but region, as a key, and mm.
+ */
 struct work {
 	TAILQ_ENTRY(work)	 entry;
+	void			(*run)(struct worker *, struct work *);
+	void			(*requeue)(struct work *);
 	enum work_type		 type;
 	struct region		*region;
 	uint64_t		 addr;		/* exact fault address */
@@ -66,19 +73,21 @@ void		 worker_stop(void);
 int		 worker_count(void);
 int		 worker_route(const struct topo *, const int *worker_cpu,
 		    int nworkers, int fault_cpu, int page_node, uint64_t hash);
-void		 worker_submit(struct work *, int fault_cpu, int page_node);
+void		 worker_submit(struct work *, int fault_cpu, int page_node,
+		    uint64_t hash);
 void		 worker_push(struct worker *, struct work *);
 size_t		 worker_take(struct worker *, int (*match)(struct work *,
 		    void *), void *arg, struct work **out, size_t max);
-int		 worker_assist(struct clear_job *, struct region *,
-		    uint64_t idx, struct worker *self, int awake_only);
+int		 worker_assist(struct clear_job *, struct region *, int node,
+		    struct worker *self, int awake_only,
+		    void (*run)(struct worker *, struct work *));
 void		 worker_defer(struct work *, uint64_t delay_ns);
 void		 worker_cancel(struct region *, struct workq *out);
-void		 worker_requeue(struct work *);
 int		 worker_spinning(const struct worker *self);
 int		 worker_awake(void);
-void		 worker_poll_add(struct region *);
-void		 worker_poll_remove(struct region *);
+int		 worker_poll_add(int (*read)(void *, struct worker *), void *arg,
+		    int node);
+void		 worker_poll_remove(void *arg);
 int		 worker_id(const struct worker *);
 void		 worker_push_polled(struct worker *, struct work *);
 void		 worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid);
