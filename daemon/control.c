@@ -439,11 +439,17 @@ control_resume(struct client *c)
 
 static struct client	*control_find(uint64_t);
 
+/* What a register's reply says (enum control_answer). */
+static const char *const control_answer_text[] = {
+	[CONTROL_REGISTERED] = "registered",
+	[CONTROL_REGISTERED_AGAIN] = "registered again",
+};
+
 static void
 control_region_answer(struct client *c, uint32_t seq, uint64_t id,
-    const char *text)
+    enum control_answer answer)
 {
-	if (control_reply(c, seq, 0, id, text) == -1)
+	if (control_reply(c, seq, 0, id, control_answer_text[answer]) == -1)
 		c->broken = 1;
 	control_resume(c);
 }
@@ -455,7 +461,8 @@ control_region_switched(struct region *r)
 	struct client	*c = control_find(r->answer_cid);
 
 	if (c != NULL)
-		control_region_answer(c, r->answer_seq, r->id, r->answer_text);
+		control_region_answer(c, r->answer_seq, r->id,
+		    (enum control_answer)r->answer);
 }
 
 /*
@@ -479,7 +486,7 @@ control_region_ready(struct region *r)
 {
 	struct client	*c = r->waiter, *owner = r->client;
 	uint32_t	 seq = r->waiter_seq;
-	const char	*text = r->waiter_text;
+	enum control_answer answer = (enum control_answer)r->waiter_answer;
 	uint64_t	 id = r->id;
 	int		 armfail;
 
@@ -530,7 +537,7 @@ control_region_ready(struct region *r)
 		r->pidfd = fdstore_pidfd(c->pid);
 		fdstore_remember(r);
 	}
-	if (strcmp(text, "registered") == 0) {
+	if (answer == CONTROL_REGISTERED) {
 		atomic_fetch_add(&stats.registers, 1);
 		log_info("client %llu (pid %d): region %llu registered: 0x%llx "
 		    "+%llu MiB, %llu KiB pages, %s%s",
@@ -553,12 +560,12 @@ control_region_ready(struct region *r)
 		 */
 		r->answer_cid = c->id;
 		r->answer_seq = seq;
-		r->answer_text = text;
+		r->answer = answer;
 		r->switched_cb = control_region_switched;
 		control_pause(c);
 		return;
 	}
-	control_region_answer(c, seq, id, text);
+	control_region_answer(c, seq, id, answer);
 }
 
 /*
@@ -568,17 +575,18 @@ control_region_ready(struct region *r)
  */
 static int
 control_await(struct client *c, struct region *r, uint32_t seq,
-    const char *text)
+    enum control_answer answer)
 {
 	if (r->started) {
 		log_info("client %llu (pid %d): region %llu is its again",
 		    (unsigned long long)c->id, (int)c->pid,
 		    (unsigned long long)r->id);
-		return (control_reply(c, seq, 0, r->id, text));
+		return (control_reply(c, seq, 0, r->id,
+		    control_answer_text[answer]));
 	}
 	r->waiter = c;
 	r->waiter_seq = seq;
-	r->waiter_text = text;
+	r->waiter_answer = answer;
 	/* Prepared, its faults being trapped: control_region_armed wakes us. */
 	if (r->prep != NULL || r->arming) {
 		control_pause(c);	/* already preparing: it wakes us */
@@ -631,7 +639,8 @@ control_register(struct client *c, struct hpz_msg *m)
 			region_move(r, c);
 			control_orphan_check(from);
 		}
-		return (control_await(c, r, m->u.hdr.seq, "registered again"));
+		return (control_await(c, r, m->u.hdr.seq,
+		    CONTROL_REGISTERED_AGAIN));
 	}
 
 	npages = m->u.reg.len / m->u.reg.page_size;
@@ -716,7 +725,7 @@ control_probe_done(struct cctx_job *j)
 		goto out;
 	}
 	/* Still paused: the answer resumes it, now or after prep. */
-	if (control_await(c, p->r, p->seq, "registered") == -1) {
+	if (control_await(c, p->r, p->seq, CONTROL_REGISTERED) == -1) {
 		c->broken = 1;
 		control_resume(c);
 	}

@@ -13,6 +13,12 @@
 
 struct conf;
 
+/* What a register's reply says: a new region, or one held again. */
+enum control_answer {
+	CONTROL_REGISTERED,
+	CONTROL_REGISTERED_AGAIN,
+};
+
 extern struct clients	 control_clients;
 int		 control_listen(const char *path, int *from_systemd);
 void		 control_retake(void);

@@ -120,7 +120,7 @@ struct region {
 	struct client		*waiter;	/* r->client waiting for the
 						   reply to seq, or NULL */
 	uint32_t		 waiter_seq;
-	const char		*waiter_text;	/* the reply's text */
+	int			 waiter_answer;	/* enum control_answer */
 
 	/* Faults trapped only while it holds garbage (intercept.c). */
 	atomic_int		 intercepting;	/* MISSING | MINOR registered */
@@ -148,7 +148,7 @@ struct region {
 	void			(*switched_cb)(struct region *);
 	uint64_t		 answer_cid;
 	uint32_t		 answer_seq;
-	const char		*answer_text;
+	int			 answer;	/* enum control_answer */
 	int			 arming;	/* ctx_arm in flight */
 	int			 arm_error;
 	void			(*arm_cb)(struct region *, int, void *);
