@@ -427,8 +427,7 @@ intercept_aside_work(struct cctx_job *j)
 	    intercept_punch, r, &woken, &resets_done, &dropped, &held);
 	while ((pw = TAILQ_FIRST(&woken)) != NULL) {
 		TAILQ_REMOVE(&woken, pw, entry);
-		w = (struct work *)(void *)((char *)pw -
-		    offsetof(struct work, park));
+		w = worker_parked(pw);
 		uffd_requeue(w);
 	}
 	atomic_fetch_add(&stats.steps_aside, 1);

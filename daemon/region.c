@@ -478,8 +478,7 @@ region_drain(struct region *r)
 		worker_cancel(r, &deferred);
 		while ((pw = TAILQ_FIRST(&parked)) != NULL) {
 			TAILQ_REMOVE(&parked, pw, entry);
-			uffd_work_cancel((struct work *)(void *)((char *)pw -
-			    offsetof(struct work, park)));
+			uffd_work_cancel(worker_parked(pw));
 		}
 		while ((w = TAILQ_FIRST(&deferred)) != NULL) {
 			TAILQ_REMOVE(&deferred, w, entry);

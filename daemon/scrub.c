@@ -446,8 +446,7 @@ scrub_page(struct scrub_ctx *x, uint64_t i, int flags)
 		uffd_tampered(r, rs.tampered);
 	while ((pw = TAILQ_FIRST(&rs.woken)) != NULL) {
 		TAILQ_REMOVE(&rs.woken, pw, entry);
-		w = (struct work *)(void *)((char *)pw -
-		    offsetof(struct work, park));
+		w = worker_parked(pw);
 		uffd_requeue(w);
 	}
 	/* The last garbage gone: the loop may leave the faults to the kernel. */

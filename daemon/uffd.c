@@ -1337,8 +1337,7 @@ uffd_finish(struct uffd_batch *b)
 	/* Faults that waited for our pages: ours to take next. */
 	while ((pw = TAILQ_FIRST(&rs->woken)) != NULL) {
 		TAILQ_REMOVE(&rs->woken, pw, entry);
-		w = (struct work *)(void *)((char *)pw -
-		    offsetof(struct work, park));
+		w = worker_parked(pw);
 		worker_push(b->self, w);
 	}
 	/* The last garbage gone: the loop may leave the faults to the kernel. */

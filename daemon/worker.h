@@ -50,6 +50,14 @@ struct work {
 };
 TAILQ_HEAD(workq, work);
 
+/* The work item whose park a resolve waiter is (resolve.c hands those). */
+static inline struct work *
+worker_parked(struct resolve_waiter *pw)
+{
+	return ((struct work *)(void *)((char *)pw -
+	    offsetof(struct work, park)));
+}
+
 enum worker_route_mode {
 	ROUTE_READER,		/* the CPU the fault was read on */
 	ROUTE_THREAD,		/* the faulting thread's last CPU (THREAD_ID) */
