@@ -39,11 +39,10 @@
 
 #include "clear.h"
 #include "cost.h"
+#include "globals.h"
 #include "hostmem.h"
 #include "log.h"
-#include "pool.h"
 #include "region.h"
-#include "scrub.h"
 #include "stats.h"
 #include "worker.h"
 
@@ -492,6 +491,6 @@ cost_demand(void)
 	}
 	if ((running = atomic_load(&cost_running)) < 0)
 		return (-1);
-	ours = worker_awake() + scrub_busy() + pool_busy();
+	ours = worker_awake() + atomic_load(&hpzd_busy);
 	return (running > ours ? running - ours : 0);
 }

@@ -21,6 +21,8 @@
 
 struct event_base	*hpzd_base;
 uint64_t		 hpzd_start_ns;
+/* Our background threads at work now: scrub, pool fillers (cost.c). */
+atomic_int		 hpzd_busy;
 
 /* Wakes the main thread for what only it may do (hpzd_kick). */
 static int		 hpzd_kick_fd = -1;

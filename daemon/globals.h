@@ -5,6 +5,7 @@
 #define HPZD_GLOBALS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct event_base;
@@ -18,6 +19,7 @@ extern struct event_base	*hpzd_base;
 int		 hpzd_thread_start(pthread_t *, void *(*)(void *),
 		    const char *name);
 extern uint64_t			 hpzd_start_ns;
+extern atomic_int		 hpzd_busy;
 void		 hpzd_kick_init(void (*tend)(void));
 void		 hpzd_kick(void);
 

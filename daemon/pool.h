@@ -27,6 +27,5 @@ void		 pool_configure(const struct conf *);
 int		 pool_take(struct client *, const struct hpz_msg *);
 int		 pool_status(struct client *, const struct hpz_msg *);
 uint64_t	 pool_ready_bytes(void);
-int		 pool_busy(void);
 
 #endif /* HPZD_POOL_H */

@@ -57,15 +57,7 @@ static double		 scrub_client_gbs;
 static uint64_t		 scrub_ahead_min;
 static uint64_t		 scrub_ahead_max;
 static struct bucket	*scrub_global;
-static atomic_int	 scrub_nbusy;	/* threads not waiting for work */
 static int		 scrub_on_node[TOPO_NODES_MAX]; /* threads a node */
-
-/* Background threads at work now (cost.c counts them as ours). */
-int
-scrub_busy(void)
-{
-	return (atomic_load(&scrub_nbusy));
-}
 
 double
 scrub_budget_gbs(int client)
@@ -583,9 +575,9 @@ scrub_main(void *arg)
 		if (scrub_stopping)
 			break;
 		pthread_mutex_unlock(&scrub_lock);
-		atomic_fetch_add(&scrub_nbusy, 1);
+		atomic_fetch_add(&hpzd_busy, 1);	/* cost.c: ours */
 		scrub_chunk(r, kind, lo, n, node);
-		atomic_fetch_sub(&scrub_nbusy, 1);
+		atomic_fetch_sub(&hpzd_busy, 1);
 		region_work_done(r);
 		pthread_mutex_lock(&scrub_lock);
 	}

@@ -20,7 +20,6 @@ void		 scrub_remove(struct region *);
 void		 scrub_fault(struct region *, uint64_t idx, enum fault_kind);
 uint64_t	 scrub_region_pending(const struct region *);
 double		 scrub_budget_gbs(int client);
-int		 scrub_busy(void);
 int		 scrub_region_enabled(const struct region *);
 
 #endif /* HPZD_SCRUB_H */
