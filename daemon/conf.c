@@ -18,10 +18,8 @@
 #include "clear.h"
 #include "conf.h"
 #include "globals.h"
-#include "intercept.h"
 #include "plan.h"
 #include "topo.h"
-#include "worker.h"
 
 #define CONF_GBS_MAX		1e6	/* GB/s: 1 PB/s is a typo */
 #define CONF_PAGE_2M		(2ULL << 20)

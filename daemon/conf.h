@@ -9,9 +9,28 @@
 
 #include "topo.h"
 
-struct worker_config;
-
 #define POOL_NSIZES	2	/* 2 MiB, 1 GiB: struct conf's arrays */
+
+/* The words of the settings that choose (conf.c's words tables). */
+enum worker_route_mode {
+	ROUTE_READER,		/* the CPU the fault was read on */
+	ROUTE_THREAD,		/* the faulting thread's last CPU (THREAD_ID) */
+	ROUTE_HASH,		/* by page, ignoring CPUs */
+};
+
+enum { INTERCEPT_AUTO, INTERCEPT_ALWAYS };	/* [policy] intercept */
+enum { ASIDE_AUTO, ASIDE_NEVER, ASIDE_ALWAYS };	/* [policy] step_aside */
+
+/* What the workers run with (conf_worker makes it, worker.c uses it). */
+struct worker_config {
+	int			 nworkers;
+	int			 spin_us;	/* most a worker spins for work */
+	enum worker_route_mode	 route;
+	uint64_t		 hot_size;	/* neighbourhood cleared last */
+	uint64_t		 extent_max;	/* 0: from the LLC share */
+	int			 split;		/* share a page with spinning
+						   workers */
+};
 
 /*
  * conf.c: the settings, from one table: the command line's values, the
@@ -106,10 +125,10 @@ int		 conf_same(const struct conf *, const struct conf *,
 int		 conf_restart_diff(const struct conf *, const struct conf *,
 		    char *names, size_t len);
 void		 conf_reload(struct conf *, const struct conf *);
-const char	*conf_text(const struct conf *, const char *section,
-		    int reload_only, char *buf, size_t len);
 void		 conf_worker(const struct conf *, int nworkers,
 		    struct worker_config *);
+const char	*conf_text(const struct conf *, const char *section,
+		    int reload_only, char *buf, size_t len);
 int		 conf_load(const char *path, struct conf *, char *why,
 		    size_t whylen);
 int		 conf_parse_bytes(const char *, uint64_t *);

@@ -6,11 +6,11 @@
 
 #include <stdint.h>
 
+#include "conf.h"
+
 struct conf;
 struct region;
 
-enum { INTERCEPT_AUTO, INTERCEPT_ALWAYS };	/* [policy] intercept */
-enum { ASIDE_AUTO, ASIDE_NEVER, ASIDE_ALWAYS };	/* [policy] step_aside */
 void		 intercept_configure(const struct conf *);
 void		 intercept_reconfigure(struct region *);
 void		 intercept_policies(int *intercept, int *aside);

@@ -11,6 +11,7 @@
 
 #include "cctx.h"
 #include "clear.h"
+#include "conf.h"
 #include "control.h"
 #include "cost.h"
 #include "globals.h"

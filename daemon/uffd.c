@@ -28,6 +28,7 @@
 #include "uffd-compat.h"
 
 #include "clear.h"
+#include "conf.h"
 #include "cost.h"
 #include "globals.h"
 #include "intercept.h"

@@ -21,6 +21,7 @@
 #include "hpz.h"
 
 #include "clear.h"
+#include "conf.h"
 #include "globals.h"
 #include "log.h"
 #include "plan.h"

@@ -11,6 +11,7 @@
 #include "hpz-state.h"
 #include "resolve.h"
 #include "clear.h"
+#include "conf.h"
 
 struct region;
 struct ufork;
@@ -58,21 +59,6 @@ worker_parked(struct resolve_waiter *pw)
 	    offsetof(struct work, park)));
 }
 
-enum worker_route_mode {
-	ROUTE_READER,		/* the CPU the fault was read on */
-	ROUTE_THREAD,		/* the faulting thread's last CPU (THREAD_ID) */
-	ROUTE_HASH,		/* by page, ignoring CPUs */
-};
-
-struct worker_config {
-	int			 nworkers;
-	int			 spin_us;	/* most a worker spins for work */
-	enum worker_route_mode	 route;
-	uint64_t		 hot_size;	/* neighbourhood cleared last */
-	uint64_t		 extent_max;	/* 0: from the LLC share */
-	int			 split;		/* share a page with spinning
-						   workers */
-};
 extern struct worker_config	 worker_config;
 
 uint64_t	 worker_extent_max(const struct worker_config *);

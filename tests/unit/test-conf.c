@@ -18,7 +18,6 @@
 
 #include "clear.h"
 #include "conf.h"
-#include "intercept.h"
 #include "plan.h"
 #include "topo.h"
 #include "worker.h"
