@@ -24,7 +24,7 @@
 #include "intercept.h"
 #include "log.h"
 #include "pool.h"
-#include "prep.h"
+#include "prep-thread.h"
 #include "reap.h"
 #include "region-life.h"
 #include "scrub.h"

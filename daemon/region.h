@@ -17,7 +17,7 @@
 #include "resolve.h"
 #include "cost.h"
 #include "cctx.h"
-#include "prep.h"
+#include "prep-thread.h"
 
 struct event;
 struct bucket;
