@@ -698,6 +698,18 @@ control_find(uint64_t id)
 	return (NULL);
 }
 
+/* The connected client of id, if any: no orphan (pool.c's waiters). */
+static struct client *
+control_connected(uint64_t id)
+{
+	struct client	*c;
+
+	TAILQ_FOREACH(c, &control_clients, entry)
+		if (c->id == id && !c->orphan && c->fd >= 0)
+			return (c);
+	return (NULL);
+}
+
 static void
 control_probe_done(struct cctx_job *j)
 {
@@ -1455,6 +1467,8 @@ control_init(int listen_fd)
 	proto_set_closer(control_close_fd);
 	/* A region let go may leave an orphan client with nothing. */
 	region_on_release(control_orphan_check);
+	/* A pool hand-out that waited for pages finds its client. */
+	pool_on_client(control_connected);
 	control_fd = listen_fd;
 	control_ev = event_new(hpzd_base, listen_fd, EV_READ | EV_PERSIST,
 	    control_accept_cb, NULL);

@@ -34,7 +34,6 @@
 
 #include "bucket.h"
 #include "conf.h"
-#include "control.h"
 #include "globals.h"
 #include "log.h"
 #include "pool-fill.h"
@@ -83,6 +82,7 @@ static struct pool_waiter pool_waiters[POOL_WAITERS_MAX];
 static int		 pool_nwaiters;
 static struct pool_uid	 pool_uids[POOL_UIDS_MAX];
 static int		 pool_nuids;
+static struct client	*(*pool_find_client)(uint64_t);
 
 /* A uid's tokens after dt ns: cap bytes come back every window. */
 double
@@ -352,15 +352,18 @@ pool_arm_timer(void)
 		evtimer_add(pool_timer_ev, &tv);
 }
 
+/* The connected client of an id, or NULL (the control plane's lookup). */
 static struct client *
 pool_client(uint64_t id)
 {
-	struct client	*c;
+	return (pool_find_client != NULL ? pool_find_client(id) : NULL);
+}
 
-	TAILQ_FOREACH(c, &control_clients, entry)
-		if (c->id == id && !c->orphan && c->fd >= 0)
-			return (c);
-	return (NULL);
+/* How a waiting hand-out finds its client again (control.c sets it). */
+void
+pool_on_client(struct client *(*find)(uint64_t id))
+{
+	pool_find_client = find;
 }
 
 /*

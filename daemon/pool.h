@@ -25,6 +25,7 @@ int		 pool_start(const struct conf *);
 void		 pool_stop(void);
 void		 pool_configure(const struct conf *);
 int		 pool_take(struct client *, const struct hpz_msg *);
+void		 pool_on_client(struct client *(*find)(uint64_t id));
 int		 pool_status(struct client *, const struct hpz_msg *);
 uint64_t	 pool_ready_bytes(void);
 
