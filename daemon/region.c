@@ -29,6 +29,7 @@
 #include "uffd-compat.h"
 
 #include "cctx.h"
+#include "fault.h"
 #include "fdstore.h"
 #include "globals.h"
 #include "intercept.h"
@@ -478,11 +479,11 @@ region_drain(struct region *r)
 		worker_cancel(r, &deferred);
 		while ((pw = TAILQ_FIRST(&parked)) != NULL) {
 			TAILQ_REMOVE(&parked, pw, entry);
-			uffd_work_cancel(worker_parked(pw));
+			fault_work_cancel(worker_parked(pw));
 		}
 		while ((w = TAILQ_FIRST(&deferred)) != NULL) {
 			TAILQ_REMOVE(&deferred, w, entry);
-			uffd_work_cancel(w);
+			fault_work_cancel(w);
 		}
 		pthread_mutex_lock(&r->lock);
 		if (atomic_load(&r->inflight) == 0) {
@@ -822,10 +823,15 @@ region_tend(void)
 	}
 }
 
-/* The tending pass runs after each kick (once, main thread). */
+/*
+ * The tending pass runs after each kick; a fault read runs fault_handle;
+ * a release stops the scrub (once, main thread, before any region).
+ */
 void
 region_tend_init(void)
 {
+	/* The page path's hooks upward, set before any region is made. */
+	uffd_hooks(fault_handle, scrub_remove);
 	hpzd_kick_init(region_tend);
 }
 

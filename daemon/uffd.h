@@ -30,11 +30,9 @@ struct ufork {
 
 void		 uffd_read_cb(int fd, short events, void *arg);
 int		 uffd_read(struct region *, struct worker *self);
-void		 uffd_handle(struct worker *, struct work *);
 void		 uffd_requeue(struct work *);
 void		 uffd_poll_start(struct region *);
 void		 uffd_poll_stop(struct region *);
-void		 uffd_work_cancel(struct work *);
 int		 uffd_premap(struct region *, uint64_t addr, uint64_t len,
 		    uint64_t *done);
 void		 uffd_region_gone(struct region *, const char *why);
@@ -47,5 +45,15 @@ void		 uffd_forks_unwatch(struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
 int		 uffd_unregister(struct region *);
 int		 uffd_thread_cpu(pid_t pid, uint32_t tid);
+void		 uffd_hooks(void (*run)(struct worker *, struct work *),
+		    void (*released)(struct region *));
+/* For fault.c: the uffd of a region or child, and its ioctls. */
+uint64_t	 uffd_base(const struct region *, const struct ufork *);
+uintptr_t	 uffd_mm(const struct region *, const struct ufork *);
+int		 uffd_fd(const struct region *, const struct ufork *);
+int		 uffd_map(struct worker *, struct region *, struct ufork *,
+		    uint64_t addr, uint64_t len, int tries, uint64_t *done);
+int		 uffd_wake_fd(int fd, uint64_t addr, uint64_t len);
+void		 uffd_work_free(struct work *);
 
 #endif /* HPZD_UFFD_H */
