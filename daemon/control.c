@@ -361,6 +361,10 @@ control_retake(void)
 	for (i = 0; i < control_stored_n; i++)
 		if (control_stored_fds[i] >= 0)
 			fcntl(control_stored_fds[i], F_SETFD, FD_CLOEXEC);
+	/* Ids the stored regions keep are never handed to new ones. */
+	if (control_stored_n > 0)
+		region_reserve_ids(fdstore_max_id(control_stored_n,
+		    control_stored_fds, control_stored_names));
 	fdstore_retake(control_stored_n, control_stored_fds,
 	    control_stored_names, control_adopt);
 	for (i = 0; control_stored_names != NULL && i < control_stored_n; i++)
@@ -972,7 +976,7 @@ control_status(struct client *c, struct hpz_msg *m)
 	struct hpz_msg_status_reply	s;
 
 	proto_init(&s, HPZ_MSG_STATUS_REPLY, sizeof(s), m->u.hdr.seq);
-	status_fill(&s);
+	status_fill(&s, control_nclients());
 	control_fill_limits(&s, c->uid);
 	if (proto_send(c->fd, &s, sizeof(s), NULL, 0) != sizeof(s))
 		return (-1);

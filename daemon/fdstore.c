@@ -35,7 +35,6 @@
 #include "log.h"
 #include "prep.h"
 #include "reap.h"
-#include "region-life.h"
 #include "region.h"
 
 static const char	fdstore_kinds[FDSTORE_KINDS] = { 'u', 'f', 's', 'p' };
@@ -404,10 +403,25 @@ fdstore_take(uint64_t id, int *fds, fdstore_adopt_fn adopt)
 	adopt(id, pid, &m, fds);
 }
 
+/* The largest region id among the stored fds' names, 0: none. */
+uint64_t
+fdstore_max_id(int n, const int *fd, char **names)
+{
+	uint64_t	id, maxid = 0;
+	int		i;
+
+	for (i = 0; i < n; i++)
+		if (fd[i] >= 0 && fdstore_parse_name(names[i], &id) >= 0 &&
+		    id > maxid)
+			maxid = id;
+	return (maxid);
+}
+
 /*
  * Take back every region systemd handed us (fds from SD_LISTEN_FDS_START,
  * names from LISTEN_FDNAMES; the listening socket already taken out, its
- * slot set to -1), each through adopt.
+ * slot set to -1), each through adopt.  The caller has reserved their ids
+ * (fdstore_max_id).
  */
 void
 fdstore_retake(int n, const int *fd, char **names, fdstore_adopt_fn adopt)
@@ -417,7 +431,7 @@ fdstore_retake(int n, const int *fd, char **names, fdstore_adopt_fn adopt)
 		int		fds[FDSTORE_KINDS];
 	}		*g = NULL;
 	size_t		 ng = 0, j;
-	uint64_t	 id, maxid = 0;
+	uint64_t	 id;
 	int		 i, k;
 
 	if (n <= 0)
@@ -445,10 +459,7 @@ fdstore_retake(int n, const int *fd, char **names, fdstore_adopt_fn adopt)
 		if (g[j].fds[k] >= 0)
 			reap_close(g[j].fds[k]);	/* a duplicate name */
 		g[j].fds[k] = fd[i];
-		if (id > maxid)
-			maxid = id;
 	}
-	region_reserve_ids(maxid);
 	for (j = 0; j < ng; j++)
 		fdstore_take(g[j].id, g[j].fds, adopt);
 	if (ng > 0)

@@ -23,6 +23,7 @@ int		 fdstore_parse_name(const char *, uint64_t *id);
  */
 typedef void	(*fdstore_adopt_fn)(uint64_t id, pid_t pid,
 		    const struct hpz_msg_register *, int *fds);
+uint64_t	 fdstore_max_id(int n, const int *fds, char **names);
 void		 fdstore_retake(int n, const int *fds, char **names,
 		    fdstore_adopt_fn adopt);
 void		 fdstore_release(uint64_t id, int *fds, const char *why);

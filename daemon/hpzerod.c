@@ -136,7 +136,7 @@ hpzd_notify_status(void)
 {
 	char	buf[256];
 
-	status_summary(buf, sizeof(buf));
+	status_summary(buf, sizeof(buf), control_nclients());
 	sd_notifyf(0, "STATUS=%s", buf);
 }
 

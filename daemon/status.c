@@ -12,7 +12,6 @@
 #include "cctx.h"
 #include "clear.h"
 #include "conf.h"
-#include "control.h"
 #include "cost.h"
 #include "globals.h"
 #include "intercept.h"
@@ -58,9 +57,12 @@ status_pending_pages(void)
 	return (n);
 }
 
-/* Fill a status reply (main thread: it walks the region list). */
+/*
+ * Fill a status reply (main thread: it walks the region list); nclients
+ * is the control plane's count.
+ */
 void
-status_fill(struct hpz_msg_status_reply *s)
+status_fill(struct hpz_msg_status_reply *s, size_t nclients)
 {
 	struct region	*r;
 	struct cost	 c;
@@ -74,7 +76,7 @@ status_fill(struct hpz_msg_status_reply *s)
 	/* The V lines of hpz-counters.h, and what is not a plain number. */
 	snprintf(s->version, sizeof(s->version), "%s", PACKAGE_VERSION);
 	s->uptime_ms = (stats_now_ns() - hpzd_start_ns) / 1000000;
-	s->clients = control_nclients();
+	s->clients = nclients;
 	s->regions = status_nregions();
 	s->bytes_registered = status_bytes_registered();
 	s->workers = (uint64_t)worker_count();
@@ -155,10 +157,10 @@ status_regions(struct hpz_msg_regions_reply *rep, uint64_t after_id,
 
 /* One line for sd_notify STATUS=. */
 void
-status_summary(char *buf, size_t len)
+status_summary(char *buf, size_t len, size_t nclients)
 {
 	snprintf(buf, len, "%zu clients, %llu regions (%llu MiB), "
-	    "%llu faults served, %llu pages cleared", control_nclients(),
+	    "%llu faults served, %llu pages cleared", nclients,
 	    (unsigned long long)status_nregions(),
 	    (unsigned long long)(status_bytes_registered() >> 20),
 	    (unsigned long long)atomic_load(&stats.faults),
