@@ -228,6 +228,7 @@ daemon/worker.c 2	daemon/worker.h 2
 # 3 page path: the region object, faults, events, scrub, intercept, cost
 daemon/region.h 3	daemon/region-page.c 3
 daemon/uffd.c 3		daemon/uffd.h 3
+daemon/fault.c 3		daemon/fault.h 3
 daemon/scrub.c 3	daemon/scrub.h 3
 daemon/intercept.c 3	daemon/intercept.h 3
 daemon/cost.c 3		daemon/cost.h 3
