@@ -23,38 +23,24 @@
 #include "status.h"
 #include "worker.h"
 
-static uint64_t
-status_bytes_registered(void)
+/*
+ * What every region adds up to (main thread): how many, their bytes, and
+ * their garbage pages when pending is not NULL.
+ */
+static void
+status_sums(uint64_t *n, uint64_t *bytes, uint64_t *pending)
 {
 	struct region	*r;
-	uint64_t	 total = 0;
 
-	TAILQ_FOREACH(r, &region_all, all)
-		total += r->len;
-	return (total);
-}
-
-static uint64_t
-status_nregions(void)
-{
-	struct region	*r;
-	uint64_t	 n = 0;
-
-	TAILQ_FOREACH(r, &region_all, all)
-		n++;
-	return (n);
-}
-
-/* Garbage pages of every region (main thread). */
-static uint64_t
-status_pending_pages(void)
-{
-	struct region	*r;
-	uint64_t	 n = 0;
-
-	TAILQ_FOREACH(r, &region_all, all)
-		n += scrub_region_pending(r);
-	return (n);
+	*n = *bytes = 0;
+	if (pending != NULL)
+		*pending = 0;
+	TAILQ_FOREACH(r, &region_all, all) {
+		(*n)++;
+		*bytes += r->len;
+		if (pending != NULL)
+			*pending += scrub_region_pending(r);
+	}
 }
 
 /*
@@ -77,8 +63,7 @@ status_fill(struct hpz_msg_status_reply *s, size_t nclients)
 	snprintf(s->version, sizeof(s->version), "%s", PACKAGE_VERSION);
 	s->uptime_ms = (stats_now_ns() - hpzd_start_ns) / 1000000;
 	s->clients = nclients;
-	s->regions = status_nregions();
-	s->bytes_registered = status_bytes_registered();
+	status_sums(&s->regions, &s->bytes_registered, &s->bg_pages_pending);
 	s->workers = (uint64_t)worker_count();
 	snprintf(s->clear_kernel, sizeof(s->clear_kernel), "%s",
 	    clear_bulk_kernel->name);
@@ -90,7 +75,6 @@ status_fill(struct hpz_msg_status_reply *s, size_t nclients)
 	s->extent_max = worker_extent_max(&worker_config);
 	for (i = 0; i < STATS_HIST_BUCKETS && i < HPZ_LATENCY_BUCKETS; i++)
 		s->latency_hist[i] = atomic_load(&stats.hist[i]);
-	s->bg_pages_pending = status_pending_pages();
 	s->bg_budget_mbps = (uint64_t)(scrub_budget_gbs(0) * 1000);
 	s->bg_client_budget_mbps = (uint64_t)(scrub_budget_gbs(1) * 1000);
 	s->fds_closing = reap_pending();
@@ -159,10 +143,12 @@ status_regions(struct hpz_msg_regions_reply *rep, uint64_t after_id,
 void
 status_summary(char *buf, size_t len, size_t nclients)
 {
+	uint64_t	n, bytes;
+
+	status_sums(&n, &bytes, NULL);
 	snprintf(buf, len, "%zu clients, %llu regions (%llu MiB), "
 	    "%llu faults served, %llu pages cleared", nclients,
-	    (unsigned long long)status_nregions(),
-	    (unsigned long long)(status_bytes_registered() >> 20),
+	    (unsigned long long)n, (unsigned long long)(bytes >> 20),
 	    (unsigned long long)atomic_load(&stats.faults),
 	    (unsigned long long)atomic_load(&stats.pages_cleared));
 }
