@@ -1072,9 +1072,9 @@ control_message(struct client *c, struct hpz_msg *m)
 	case HPZ_MSG_SCRUB:
 		return (control_scrub(c, m));
 	case HPZ_MSG_POOL_TAKE:
-		return (pool_take(c, m));
+		return (control_pool_take(c, m));
 	case HPZ_MSG_POOL_STATUS:
-		return (pool_status(c, m));
+		return (control_pool_status(c, m));
 	}
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }
@@ -1472,7 +1472,7 @@ control_init(int listen_fd)
 	/* A region let go may leave an orphan client with nothing. */
 	region_on_release(control_orphan_check);
 	/* A pool hand-out that waited for pages finds its client. */
-	pool_on_client(control_connected);
+	pool_on_client(control_connected, control_pool_answer);
 	control_fd = listen_fd;
 	control_ev = event_new(hpzd_base, listen_fd, EV_READ | EV_PERSIST,
 	    control_accept_cb, NULL);

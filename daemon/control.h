@@ -35,4 +35,11 @@ void		 control_uid_usage(uid_t, int *clients, int *regions,
 void		 control_region_ready(struct region *);
 void		 control_fill_limits(struct hpz_msg_status_reply *, uid_t);
 
+/* control-pool.c: the pool's requests. */
+struct pool_answer;
+void		 control_pool_answer(struct client *, uint32_t seq,
+		    struct pool_answer *);
+int		 control_pool_take(struct client *, const struct hpz_msg *);
+int		 control_pool_status(struct client *, const struct hpz_msg *);
+
 #endif /* HPZD_CONTROL_H */

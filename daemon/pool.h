@@ -24,9 +24,26 @@ double		 pool_uid_refill(double tokens, uint64_t cap, uint64_t dt);
 int		 pool_start(const struct conf *);
 void		 pool_stop(void);
 void		 pool_configure(const struct conf *);
-int		 pool_take(struct client *, const struct hpz_msg *);
-void		 pool_on_client(struct client *(*find)(uint64_t id));
-int		 pool_status(struct client *, const struct hpz_msg *);
+/*
+ * What a hand-out comes to: a file (fd >= 0, the sender's to close once
+ * sent) or an error and why.
+ */
+struct pool_answer {
+	int		 fd;
+	int		 error;		/* fd < 0: a negative errno */
+	char		 text[HPZ_REPLY_TEXT];
+	uint64_t	 id;		/* hand-out number, for the logs */
+	uint64_t	 size;
+	uint64_t	 page_size;
+	int		 node;
+};
+int		 pool_try_take(struct client *, const struct hpz_msg *,
+		    struct pool_answer *);
+void		 pool_on_client(struct client *(*find)(uint64_t id),
+		    void (*answer)(struct client *, uint32_t seq,
+		    struct pool_answer *));
+void		 pool_status_fill(struct hpz_msg_pool_status_reply *,
+		    uint32_t first);
 uint64_t	 pool_ready_bytes(void);
 
 #endif /* HPZD_POOL_H */

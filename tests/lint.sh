@@ -240,7 +240,7 @@ daemon/fdstore.c 4	daemon/fdstore.h 4
 daemon/pool.c 4		daemon/pool.h 4
 daemon/pool-fill.c 4	daemon/pool-fill.h 4
 # 5 control: the socket, its requests, the status replies
-daemon/control.c 5	daemon/control.h 5
+daemon/control.c 5	daemon/control-pool.c 5	daemon/control.h 5
 daemon/status.c 5	daemon/status.h 5
 # 6 main
 daemon/hpzerod.c 6
