@@ -15,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <linux/userfaultfd.h>
 
 #include "hpz.h"
 #include "hpz-state.h"
 #include "resolve.h"
 #include "uffd-compat.h"
+#include "uffdio.h"
 
 #include "clear.h"
 #include "cost.h"
@@ -83,7 +83,7 @@ fault_poison(struct region *r, struct ufork *f, uint64_t addr)
 	worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid);
 	if (ioctl(uffd_fd(r, f), UFFDIO_POISON, &up) == -1 && errno != EEXIST) {
 		worker_ioctl_leave();
-		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
+		uffdio_wake(uffd_fd(r, f), addr, r->page_size);
 	} else
 		worker_ioctl_leave();
 }
@@ -98,21 +98,12 @@ static void
 fault_failed(struct region *r, struct ufork *f, uint64_t idx, uint64_t addr,
     int error)
 {
-	struct stat	st;
-
 	if (error == -ESRCH)
 		return;
-	/*
-	 * Missing from the file again after we put it back: the client
-	 * punched it twice while we mapped (its right: a balloon does).  A
-	 * page inside the file is one the thread may use: wake it, it faults
-	 * again.  Past the end of the file it is the kernel's SIGBUS.  The
-	 * file is hugetlbfs or shmem (checked at register): fstat of it
-	 * cannot block.
-	 */
-	if (error == -EFAULT && fstat(r->fd, &st) == 0 &&
-	    r->offset + (idx + 1) * r->page_size <= (uint64_t)st.st_size) {
-		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
+	/* Punched again while we mapped it, inside the file: fault again. */
+	if (error == -EFAULT && uffdio_in_file(r->fd, r->offset, idx,
+	    r->page_size)) {
+		uffdio_wake(uffd_fd(r, f), addr, r->page_size);
 		return;
 	}
 	/*
@@ -121,7 +112,7 @@ fault_failed(struct region *r, struct ufork *f, uint64_t idx, uint64_t addr,
 	 */
 	if (error == -ENOENT || error == -EAGAIN ||
 	    (f == NULL && !atomic_load(&r->intercepting))) {
-		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
+		uffdio_wake(uffd_fd(r, f), addr, r->page_size);
 		return;
 	}
 	log_warnx("region %llu: cannot serve fault at 0x%llx: %s",
@@ -159,7 +150,7 @@ fault_stray(struct region *r, struct ufork *f, uint64_t addr)
 		fault_poison(r, f, page);
 		return;
 	}
-	uffd_wake_fd(uffd_fd(r, f), page, r->page_size);
+	uffdio_wake(uffd_fd(r, f), page, r->page_size);
 }
 
 /* A worker asked to help with a job. */
@@ -332,7 +323,7 @@ fault_op_wake(struct resolve *rs, uint64_t idx, uint64_t n)
 	struct fault_batch	*b = rs->arg;
 	struct region		*r = b->r;
 
-	uffd_wake_fd(uffd_fd(r, b->f), b->base + idx * r->page_size,
+	uffdio_wake(uffd_fd(r, b->f), b->base + idx * r->page_size,
 	    n * r->page_size);
 }
 
@@ -466,7 +457,7 @@ fault_defer(struct fault_batch *b, struct work *w, uint64_t idx)
 
 	if (atomic_load(&r->dying) || stats_now_ns() - w->t_read >
 	    FAULT_SETTLE_MS * 1000000ULL) {
-		uffd_wake_fd(uffd_fd(r, b->f), b->base + idx * r->page_size,
+		uffdio_wake(uffd_fd(r, b->f), b->base + idx * r->page_size,
 		    r->page_size);
 		fault_work_end(w);
 		return;
@@ -527,7 +518,7 @@ fault_finish(struct fault_batch *b)
 		case RESOLVE_READY:
 		case RESOLVE_SKIPPED:
 			/* Nothing mapped: let it fault again. */
-			uffd_wake_fd(uffd_fd(r, b->f), b->base + idx *
+			uffdio_wake(uffd_fd(r, b->f), b->base + idx *
 			    r->page_size, r->page_size);
 			fault_work_end(w);
 			break;

@@ -48,6 +48,7 @@
 
 #include "hpz.h"
 #include "resolve.h"
+#include "uffdio.h"
 
 #include "cctx.h"
 #include "conf.h"
@@ -122,27 +123,6 @@ intercept_policy_name(int which)
 	return ("auto");
 }
 
-/*
- * Register [addr, addr+len) on uffd for faults (MISSING | MINOR) or for
- * write-protection alone (no fault trapped).  0 or a negative errno.
- */
-int
-intercept_register(int uffd, uint64_t addr, uint64_t len, int faults)
-{
-	struct uffdio_register	reg;
-
-	memset(&reg, 0, sizeof(reg));
-	reg.range.start = addr;
-	reg.range.len = len;
-	reg.mode = faults ? UFFDIO_REGISTER_MODE_MISSING |
-	    UFFDIO_REGISTER_MODE_MINOR : UFFDIO_REGISTER_MODE_WP;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) == -1)
-		return (-errno);
-	if (faults && (reg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
-		return (-ENOTSUP);
-	return (0);
-}
-
 /* A new region: libhpz registered it for faults. */
 void
 intercept_init(struct region *r)
@@ -161,8 +141,8 @@ intercept_children(struct region *r)
 	TAILQ_FOREACH(f, &r->forks, entry) {
 		if (atomic_load(&f->dead))
 			continue;
-		error = intercept_register(f->uffd, atomic_load(&f->addr),
-		    r->len, 1);
+		error = uffdio_register(f->uffd, atomic_load(&f->addr),
+		    r->len, 1, NULL);
 		if (error != 0 && error != -ESRCH && error != -ENOMEM &&
 		    error != -EINVAL)
 			log_warnx("region %llu: a child's range: "
@@ -184,8 +164,8 @@ intercept_on(struct region *r)
 	atomic_store(&r->aside, ASIDE_NONE);
 	if (atomic_load(&r->intercepting))
 		return (0);
-	if ((error = intercept_register(r->uffd, region_addr(r), r->len,
-	    1)) != 0) {
+	if ((error = uffdio_register(r->uffd, region_addr(r), r->len,
+	    1, NULL)) != 0) {
 		log_warnx("region %llu: cannot intercept its faults again: "
 		    "UFFDIO_REGISTER: %s", (unsigned long long)r->id,
 		    strerror(-error));
@@ -228,8 +208,8 @@ intercept_off_work(struct cctx_job *j)
 {
 	struct region	*r = j->arg;
 
-	r->switch_error = intercept_register(r->uffd, region_addr(r), r->len,
-	    0);
+	r->switch_error = uffdio_register(r->uffd, region_addr(r), r->len,
+	    0, NULL);
 	if (r->switch_error == 0)
 		(void)uffd_wake(r, region_addr(r), r->len);
 }
@@ -288,7 +268,8 @@ intercept_arm_work(struct cctx_job *j)
 {
 	struct region	*r = j->arg;
 
-	r->arm_error = intercept_register(r->uffd, region_addr(r), r->len, 1);
+	r->arm_error = uffdio_register(r->uffd, region_addr(r), r->len, 1,
+	    NULL);
 	if (r->arm_error == 0) {
 		pthread_mutex_lock(&r->evlock);
 		intercept_children(r);

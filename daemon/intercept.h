@@ -15,8 +15,6 @@ void		 intercept_configure(const struct conf *);
 void		 intercept_reconfigure(struct region *);
 void		 intercept_policies(int *intercept, int *aside);
 const char	*intercept_policy_name(int which);
-int		 intercept_register(int uffd, uint64_t addr, uint64_t len,
-		    int faults);
 void		 intercept_init(struct region *);
 int		 intercept_on(struct region *);
 void		 intercept_check(struct region *);

@@ -25,6 +25,7 @@
 #include "hpz-state.h"
 #include "resolve.h"
 #include "uffd-compat.h"
+#include "uffdio.h"
 
 #include "conf.h"
 #include "globals.h"
@@ -569,18 +570,6 @@ uffd_map(struct worker *self, struct region *r, struct ufork *f,
 	return (-error);
 }
 
-int
-uffd_wake_fd(int fd, uint64_t addr, uint64_t len)
-{
-	struct uffdio_range	range;
-
-	range.start = addr;
-	range.len = len;
-	if (ioctl(fd, UFFDIO_WAKE, &range) == -1)
-		return (-errno);
-	return (0);
-}
-
 /*
  * Map a ready page ahead of the client (background): one more try after
  * the pending events are read, never a wait; EEXIST is returned.
@@ -600,7 +589,7 @@ uffd_premap(struct region *r, uint64_t addr, uint64_t len, uint64_t *done)
 int
 uffd_wake(struct region *r, uint64_t addr, uint64_t len)
 {
-	return (uffd_wake_fd(r->uffd, addr, len));
+	return (uffdio_wake(r->uffd, addr, len));
 }
 
 /* The child behind f exited: let it go (main thread). */

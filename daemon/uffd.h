@@ -53,7 +53,6 @@ uintptr_t	 uffd_mm(const struct region *, const struct ufork *);
 int		 uffd_fd(const struct region *, const struct ufork *);
 int		 uffd_map(struct worker *, struct region *, struct ufork *,
 		    uint64_t addr, uint64_t len, int tries, uint64_t *done);
-int		 uffd_wake_fd(int fd, uint64_t addr, uint64_t len);
 void		 uffd_work_free(struct work *);
 
 #endif /* HPZD_UFFD_H */

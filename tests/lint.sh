@@ -222,7 +222,7 @@ lib/hpz-protocol.h 1	lib/hpz-state.h 1	lib/uffd-compat.h 1
 lib/resolve.c 1		lib/resolve.h 1		lib/state.c 1
 lib/proto.c 1		lib/size.c 1		lib/size.h 1
 lib/clock.c 1		lib/clock.h 1		lib/mappers.c 1
-lib/mappers.h 1
+lib/mappers.h 1		lib/uffdio.c 1		lib/uffdio.h 1
 # 2 engine: the fault workers, a leaf that runs work->run
 daemon/worker.c 2	daemon/worker.h 2
 # 3 page path: the region object, faults, events, scrub, intercept, cost
