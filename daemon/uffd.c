@@ -621,9 +621,9 @@ uffd_fork_read_cb(int fd, short events, void *arg)
 	}
 }
 
-/* Let go of a child's uffd (main thread; f is off the list). */
+/* Stop watching a child: its events and its exit (main thread). */
 static void
-uffd_fork_release(struct ufork *f)
+uffd_fork_unwatch(struct ufork *f)
 {
 	if (f->ev != NULL)
 		event_free(f->ev);
@@ -633,6 +633,13 @@ uffd_fork_release(struct ufork *f)
 		close(f->pidfd);
 	f->ev = f->pidev = NULL;
 	f->pidfd = -1;
+}
+
+/* Let go of a child's uffd (main thread; f is off the list). */
+static void
+uffd_fork_release(struct ufork *f)
+{
+	uffd_fork_unwatch(f);
 	uffd_fork_put(f);
 }
 
@@ -646,16 +653,8 @@ uffd_forks_unwatch(struct region *r)
 	struct ufork	*f;
 
 	pthread_mutex_lock(&r->evlock);
-	TAILQ_FOREACH(f, &r->forks, entry) {
-		if (f->ev != NULL)
-			event_free(f->ev);
-		if (f->pidev != NULL)
-			event_free(f->pidev);
-		if (f->pidfd >= 0)
-			close(f->pidfd);
-		f->ev = f->pidev = NULL;
-		f->pidfd = -1;
-	}
+	TAILQ_FOREACH(f, &r->forks, entry)
+		uffd_fork_unwatch(f);
 	pthread_mutex_unlock(&r->evlock);
 }
 
