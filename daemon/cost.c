@@ -44,6 +44,7 @@
 #include "log.h"
 #include "region.h"
 #include "stats.h"
+#include "topo.h"
 #include "worker.h"
 
 #define COST_TRIES	9		/* a round trip: the median of these */
@@ -419,6 +420,28 @@ cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
 	if (observed_ns != 0 && (double)(c->rt_ns + observed_ns) > ours)
 		ours = (double)(c->rt_ns + observed_ns);
 	return (ours < kernel);
+}
+
+/*
+ * Should r's garbage faults stay ours (1), with the numbers of now: the
+ * costs, the host's demand, r's queued work and its faults of late?
+ * scrub: r's garbage is scrubbed in the background.  The demand unknown:
+ * yes.
+ */
+int
+cost_keep_region(const struct region *r, int scrub)
+{
+	struct cost	c;
+	int		demand, queued;
+
+	if ((demand = cost_demand()) < 0)
+		return (1);
+	cost_get(&c);
+	/* The region's own: its queued work, its faults of late. */
+	queued = atomic_load(&r->inflight);
+	return (cost_keep(&c, r->page_size, scrub, demand + queued,
+	    topo_online(), queued, worker_count(),
+	    cost_seen_get(&r->seen, stats_now_ns())));
 }
 
 /*

@@ -39,6 +39,7 @@ double		 cost_fault_gain(const struct cost *, uint64_t page_size);
 int		 cost_keep(const struct cost *, uint64_t page_size, int scrub,
 		    int demand, int ncpus, int queued, int nworkers,
 		    uint64_t observed_ns);
+int		 cost_keep_region(const struct region *, int scrub);
 int		 cost_demand(void);
 void		 cost_observe(struct region *, uint64_t ns);
 long long	 cost_host_avail(uint64_t page_size);

@@ -59,7 +59,6 @@
 #include "region.h"
 #include "scrub.h"
 #include "stats.h"
-#include "topo.h"
 #include "uffd.h"
 #include "worker.h"
 
@@ -339,9 +338,6 @@ intercept_punch(void *arg, uint64_t first, uint64_t n)
 static int
 intercept_keep(struct region *r)
 {
-	struct cost	c;
-	int		demand, scrub, queued;
-
 	if (intercept_aside_policy == ASIDE_NEVER ||
 	    intercept_policy == INTERCEPT_ALWAYS ||
 	    (r->flags & HPZ_AHEAD_ONFAULT) || r->idle_refused)
@@ -349,18 +345,9 @@ intercept_keep(struct region *r)
 	/* A punch would give the client's reserved pages to anyone. */
 	if (r->fs_magic == HUGETLBFS_MAGIC)
 		return (1);
-	if (intercept_aside_policy == ASIDE_AUTO) {
-		if ((demand = cost_demand()) < 0)
-			return (1);
-		cost_get(&c);
-		scrub = scrub_region_enabled(r);
-		/* The region's own: its queued work, its faults of late. */
-		queued = atomic_load(&r->inflight);
-		if (cost_keep(&c, r->page_size, scrub, demand + queued,
-		    topo_online(), queued, worker_count(),
-		    cost_seen_get(&r->seen, stats_now_ns())))
-			return (1);
-	}
+	if (intercept_aside_policy == ASIDE_AUTO &&
+	    cost_keep_region(r, scrub_region_enabled(r)))
+		return (1);
 	return (0);
 }
 
