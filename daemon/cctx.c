@@ -27,8 +27,10 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
 #include "cctx.h"
+#include "globals.h"
+#include "log.h"
+#include "stats.h"
 
 /* An idle thread waits this long (ms) for work before it goes. */
 #define CCTX_IDLE_MS		5000

@@ -24,8 +24,11 @@
 #include <immintrin.h>
 #endif
 
-#include "hpzerod.h"
+#include "hpz-protocol.h"
 #include "clock.h"
+
+#include "clear.h"
+#include "plan.h"
 
 #define CLEAR_CAL_SIZE		(64UL << 20)	/* past the LLC: NT pays */
 #define CLEAR_CAL_ROUNDS_MIN	3

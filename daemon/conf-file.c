@@ -10,7 +10,7 @@
 
 #include <ini.h>
 
-#include "hpzerod.h"
+#include "conf.h"
 
 /* What one load has read so far; committed to the caller only whole. */
 struct conf_parse {

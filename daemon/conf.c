@@ -12,8 +12,14 @@
 #include <string.h>
 #include <strings.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
 #include "size.h"
+
+#include "clear.h"
+#include "conf.h"
+#include "globals.h"
+#include "plan.h"
+#include "topo.h"
 
 #define CONF_GBS_MAX		1e6	/* GB/s: 1 PB/s is a typo */
 #define CONF_PAGE_2M		(2ULL << 20)

@@ -12,13 +12,32 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <linux/magic.h>
 
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+
 #include "bucket.h"
 #include "cctx.h"
+#include "conf.h"
+#include "control.h"
+#include "fdstore.h"
+#include "globals.h"
+#include "intercept.h"
+#include "log.h"
+#include "pool.h"
+#include "prep.h"
+#include "reap.h"
+#include "region-check.h"
+#include "region-life.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "status.h"
 
 /* Requests handled per wakeup before other clients get a turn. */
 #define CONTROL_BATCH	32
@@ -60,6 +79,34 @@ control_limits(const struct conf *c)
 	control_uid_state_bytes = c->uid_state_bytes;
 	region_limits(c->region_pages);
 	cctx_limits(c->uid_stuck_contexts);
+}
+
+/*
+ * SIGHUP's settings (main thread): each module takes its own, and here
+ * they reach what the control plane holds: every client's background
+ * budget, every region's garbage when scrubbing comes back on, every
+ * region's interception under a new [policy].
+ */
+void
+control_reload(const struct conf *c)
+{
+	struct client	*cl;
+	struct region	*r;
+	int		 scrub_on;
+
+	scrub_on = scrub_configure(c);
+	TAILQ_FOREACH(cl, &control_clients, entry)
+		if (cl->budget != NULL)
+			bucket_set(cl->budget, c->client_gbs);
+	/* Garbage left while scrubbing was off: go over it now. */
+	if (scrub_on)
+		TAILQ_FOREACH(r, &region_all, all)
+			scrub_add(r, 0);
+	control_limits(c);
+	pool_configure(c);
+	intercept_configure(c);
+	TAILQ_FOREACH(r, &region_all, all)
+		intercept_reconfigure(r);
 }
 
 /*
@@ -273,6 +320,38 @@ control_listen(const char *path, int *from_systemd)
 	return (control_bind(path));
 }
 
+/*
+ * A region systemd's fd store kept for process pid, registered again
+ * without a socket: its orphan client holds it until the process
+ * connects again or exits.
+ */
+static void
+control_adopt(uint64_t id, pid_t pid, const struct hpz_msg_register *m,
+    int *fds)
+{
+	struct client	*c;
+	struct region	*r;
+	char		 why[HPZ_REPLY_TEXT];
+	int		 error;
+
+	if ((c = control_orphan(pid)) == NULL) {
+		fdstore_release(id, fds, "cannot watch its client");
+		return;
+	}
+	error = region_create(c, m, fds[0], fds[1], fds[2], &r, why,
+	    sizeof(why));
+	if (error != 0) {
+		control_orphan_check(c);
+		fdstore_release(id, fds, why);
+		return;
+	}
+	r->pidfd = fds[3];
+	region_set_id(r, id);
+	r->stored = 1;
+	/* Busy pages and garbage are looked at after READY=1 (prep.c). */
+	(void)prep_region(r, control_region_ready);
+}
+
 /* Take back the regions systemd's fd store kept (see fdstore.c). */
 void
 control_retake(void)
@@ -282,8 +361,12 @@ control_retake(void)
 	for (i = 0; i < control_stored_n; i++)
 		if (control_stored_fds[i] >= 0)
 			fcntl(control_stored_fds[i], F_SETFD, FD_CLOEXEC);
+	/* Ids the stored regions keep are never handed to new ones. */
+	if (control_stored_n > 0)
+		region_reserve_ids(fdstore_max_id(control_stored_n,
+		    control_stored_fds, control_stored_names));
 	fdstore_retake(control_stored_n, control_stored_fds,
-	    control_stored_names);
+	    control_stored_names, control_adopt);
 	for (i = 0; control_stored_names != NULL && i < control_stored_n; i++)
 		free(control_stored_names[i]);
 	free(control_stored_names);
@@ -360,11 +443,17 @@ control_resume(struct client *c)
 
 static struct client	*control_find(uint64_t);
 
+/* What a register's reply says (enum control_answer). */
+static const char *const control_answer_text[] = {
+	[CONTROL_REGISTERED] = "registered",
+	[CONTROL_REGISTERED_AGAIN] = "registered again",
+};
+
 static void
 control_region_answer(struct client *c, uint32_t seq, uint64_t id,
-    const char *text)
+    enum control_answer answer)
 {
-	if (control_reply(c, seq, 0, id, text) == -1)
+	if (control_reply(c, seq, 0, id, control_answer_text[answer]) == -1)
 		c->broken = 1;
 	control_resume(c);
 }
@@ -376,7 +465,8 @@ control_region_switched(struct region *r)
 	struct client	*c = control_find(r->answer_cid);
 
 	if (c != NULL)
-		control_region_answer(c, r->answer_seq, r->id, r->answer_text);
+		control_region_answer(c, r->answer_seq, r->id,
+		    (enum control_answer)r->answer);
 }
 
 /*
@@ -400,7 +490,7 @@ control_region_ready(struct region *r)
 {
 	struct client	*c = r->waiter, *owner = r->client;
 	uint32_t	 seq = r->waiter_seq;
-	const char	*text = r->waiter_text;
+	enum control_answer answer = (enum control_answer)r->waiter_answer;
 	uint64_t	 id = r->id;
 	int		 armfail;
 
@@ -451,7 +541,7 @@ control_region_ready(struct region *r)
 		r->pidfd = fdstore_pidfd(c->pid);
 		fdstore_remember(r);
 	}
-	if (strcmp(text, "registered") == 0) {
+	if (answer == CONTROL_REGISTERED) {
 		atomic_fetch_add(&stats.registers, 1);
 		log_info("client %llu (pid %d): region %llu registered: 0x%llx "
 		    "+%llu MiB, %llu KiB pages, %s%s",
@@ -474,12 +564,12 @@ control_region_ready(struct region *r)
 		 */
 		r->answer_cid = c->id;
 		r->answer_seq = seq;
-		r->answer_text = text;
+		r->answer = answer;
 		r->switched_cb = control_region_switched;
 		control_pause(c);
 		return;
 	}
-	control_region_answer(c, seq, id, text);
+	control_region_answer(c, seq, id, answer);
 }
 
 /*
@@ -489,23 +579,24 @@ control_region_ready(struct region *r)
  */
 static int
 control_await(struct client *c, struct region *r, uint32_t seq,
-    const char *text)
+    enum control_answer answer)
 {
 	if (r->started) {
 		log_info("client %llu (pid %d): region %llu is its again",
 		    (unsigned long long)c->id, (int)c->pid,
 		    (unsigned long long)r->id);
-		return (control_reply(c, seq, 0, r->id, text));
+		return (control_reply(c, seq, 0, r->id,
+		    control_answer_text[answer]));
 	}
 	r->waiter = c;
 	r->waiter_seq = seq;
-	r->waiter_text = text;
+	r->waiter_answer = answer;
 	/* Prepared, its faults being trapped: control_region_armed wakes us. */
 	if (r->prep != NULL || r->arming) {
 		control_pause(c);	/* already preparing: it wakes us */
 		return (0);
 	}
-	if (prep_region(r) == 1)
+	if (prep_region(r, control_region_ready) == 1)
 		control_pause(c);
 	return (c->broken ? -1 : 0);
 }
@@ -552,7 +643,8 @@ control_register(struct client *c, struct hpz_msg *m)
 			region_move(r, c);
 			control_orphan_check(from);
 		}
-		return (control_await(c, r, m->u.hdr.seq, "registered again"));
+		return (control_await(c, r, m->u.hdr.seq,
+		    CONTROL_REGISTERED_AGAIN));
 	}
 
 	npages = m->u.reg.len / m->u.reg.page_size;
@@ -610,6 +702,18 @@ control_find(uint64_t id)
 	return (NULL);
 }
 
+/* The connected client of id, if any: no orphan (pool.c's waiters). */
+static struct client *
+control_connected(uint64_t id)
+{
+	struct client	*c;
+
+	TAILQ_FOREACH(c, &control_clients, entry)
+		if (c->id == id && !c->orphan && c->fd >= 0)
+			return (c);
+	return (NULL);
+}
+
 static void
 control_probe_done(struct cctx_job *j)
 {
@@ -637,7 +741,7 @@ control_probe_done(struct cctx_job *j)
 		goto out;
 	}
 	/* Still paused: the answer resumes it, now or after prep. */
-	if (control_await(c, p->r, p->seq, "registered") == -1) {
+	if (control_await(c, p->r, p->seq, CONTROL_REGISTERED) == -1) {
 		c->broken = 1;
 		control_resume(c);
 	}
@@ -872,7 +976,7 @@ control_status(struct client *c, struct hpz_msg *m)
 	struct hpz_msg_status_reply	s;
 
 	proto_init(&s, HPZ_MSG_STATUS_REPLY, sizeof(s), m->u.hdr.seq);
-	stats_fill(&s);
+	status_fill(&s, control_nclients());
 	control_fill_limits(&s, c->uid);
 	if (proto_send(c->fd, &s, sizeof(s), NULL, 0) != sizeof(s))
 		return (-1);
@@ -916,7 +1020,7 @@ control_regions(struct client *c, struct hpz_msg *m)
 	struct hpz_msg_regions_reply	rep;
 
 	proto_init(&rep, HPZ_MSG_REGIONS_REPLY, sizeof(rep), m->u.hdr.seq);
-	stats_regions(&rep, m->u.regions.after_id, c->uid);
+	status_regions(&rep, m->u.regions.after_id, c->uid);
 	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
 		return (-1);
 	return (0);
@@ -968,9 +1072,9 @@ control_message(struct client *c, struct hpz_msg *m)
 	case HPZ_MSG_SCRUB:
 		return (control_scrub(c, m));
 	case HPZ_MSG_POOL_TAKE:
-		return (pool_take(c, m));
+		return (control_pool_take(c, m));
 	case HPZ_MSG_POOL_STATUS:
-		return (pool_status(c, m));
+		return (control_pool_status(c, m));
 	}
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }
@@ -1365,6 +1469,10 @@ control_init(int listen_fd)
 {
 	/* Fds a message brings and we do not keep go to the reaper. */
 	proto_set_closer(control_close_fd);
+	/* A region let go may leave an orphan client with nothing. */
+	region_on_release(control_orphan_check);
+	/* A pool hand-out that waited for pages finds its client. */
+	pool_on_client(control_connected, control_pool_answer);
 	control_fd = listen_fd;
 	control_ev = event_new(hpzd_base, listen_fd, EV_READ | EV_PERSIST,
 	    control_accept_cb, NULL);

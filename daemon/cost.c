@@ -35,9 +35,17 @@
 #include <linux/falloc.h>
 #include <linux/userfaultfd.h>
 
-#include "hpzerod.h"
-#include "hostmem.h"
 #include "uffd-compat.h"
+
+#include "clear.h"
+#include "cost.h"
+#include "globals.h"
+#include "hostmem.h"
+#include "log.h"
+#include "region.h"
+#include "stats.h"
+#include "topo.h"
+#include "worker.h"
 
 #define COST_TRIES	9		/* a round trip: the median of these */
 #define COST_PAGES_MAX	32		/* pages the kernel's figures take */
@@ -415,6 +423,28 @@ cost_keep(const struct cost *c, uint64_t page_size, int scrub, int demand,
 }
 
 /*
+ * Should r's garbage faults stay ours (1), with the numbers of now: the
+ * costs, the host's demand, r's queued work and its faults of late?
+ * scrub: r's garbage is scrubbed in the background.  The demand unknown:
+ * yes.
+ */
+int
+cost_keep_region(const struct region *r, int scrub)
+{
+	struct cost	c;
+	int		demand, queued;
+
+	if ((demand = cost_demand()) < 0)
+		return (1);
+	cost_get(&c);
+	/* The region's own: its queued work, its faults of late. */
+	queued = atomic_load(&r->inflight);
+	return (cost_keep(&c, r->page_size, scrub, demand + queued,
+	    topo_online(), queued, worker_count(),
+	    cost_seen_get(&r->seen, stats_now_ns())));
+}
+
+/*
  * A region's garbage faults as served of late: from the read of the
  * message to the answer (the round trip's kernel side is cost.rt_ns), a
  * moving average over the last few, forgotten after COST_SEEN_NS without
@@ -484,6 +514,6 @@ cost_demand(void)
 	}
 	if ((running = atomic_load(&cost_running)) < 0)
 		return (-1);
-	ours = worker_awake() + scrub_busy() + pool_busy();
+	ours = worker_awake() + atomic_load(&hpzd_busy);
 	return (running > ours ? running - ours : 0);
 }

@@ -26,8 +26,16 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+
 #include "cctx.h"
+#include "fdstore.h"
+#include "log.h"
+#include "prep.h"
+#include "reap.h"
+#include "region.h"
 
 static const char	fdstore_kinds[FDSTORE_KINDS] = { 'u', 'f', 's', 'p' };
 static int		fdstore_on;
@@ -300,7 +308,7 @@ fdstore_release_done(struct cctx_job *j)
  * and let everything go.  The client, if alive, gets its range back from
  * the kernel.
  */
-static void
+void
 fdstore_release(uint64_t id, int *fds, const char *why)
 {
 	struct fdstore_rel	*rel;
@@ -358,17 +366,16 @@ fdstore_close(int *fds)
 	}
 }
 
-/* Take one stored region back. */
+/*
+ * Take one stored region back: what it needs is there, its client lives;
+ * adopt makes a region of it as a register would (control.c).
+ */
 static void
-fdstore_take(uint64_t id, int *fds)
+fdstore_take(uint64_t id, int *fds, fdstore_adopt_fn adopt)
 {
 	struct hpz_state_header	 h;
 	struct hpz_msg_register	 m;
-	struct client		*c;
-	struct region		*r;
-	char			 why[HPZ_REPLY_TEXT];
 	pid_t			 pid;
-	int			 error;
 
 	if (fds[0] < 0 || fds[1] < 0 || fds[2] < 0) {
 		fdstore_release(id, fds, "some of its fds are missing");
@@ -393,38 +400,38 @@ fdstore_take(uint64_t id, int *fds)
 	m.uffd_features = h.uffd_features;
 	m.uffd_ioctls = h.uffd_ioctls;
 	m.flags = h.flags & HPZ_REGION_FLAGS;
-	if ((c = control_orphan(pid)) == NULL) {
-		fdstore_release(id, fds, "cannot watch its client");
-		return;
-	}
-	error = region_create(c, &m, fds[0], fds[1], fds[2], &r, why,
-	    sizeof(why));
-	if (error != 0) {
-		control_orphan_check(c);
-		fdstore_release(id, fds, why);
-		return;
-	}
-	r->pidfd = fds[3];
-	region_set_id(r, id);
-	r->stored = 1;
-	/* Busy pages and garbage are looked at after READY=1 (prep.c). */
-	(void)prep_region(r);
+	adopt(id, pid, &m, fds);
+}
+
+/* The largest region id among the stored fds' names, 0: none. */
+uint64_t
+fdstore_max_id(int n, const int *fd, char **names)
+{
+	uint64_t	id, maxid = 0;
+	int		i;
+
+	for (i = 0; i < n; i++)
+		if (fd[i] >= 0 && fdstore_parse_name(names[i], &id) >= 0 &&
+		    id > maxid)
+			maxid = id;
+	return (maxid);
 }
 
 /*
  * Take back every region systemd handed us (fds from SD_LISTEN_FDS_START,
  * names from LISTEN_FDNAMES; the listening socket already taken out, its
- * slot set to -1).
+ * slot set to -1), each through adopt.  The caller has reserved their ids
+ * (fdstore_max_id).
  */
 void
-fdstore_retake(int n, const int *fd, char **names)
+fdstore_retake(int n, const int *fd, char **names, fdstore_adopt_fn adopt)
 {
 	struct {
 		uint64_t	id;
 		int		fds[FDSTORE_KINDS];
 	}		*g = NULL;
 	size_t		 ng = 0, j;
-	uint64_t	 id, maxid = 0;
+	uint64_t	 id;
 	int		 i, k;
 
 	if (n <= 0)
@@ -452,12 +459,9 @@ fdstore_retake(int n, const int *fd, char **names)
 		if (g[j].fds[k] >= 0)
 			reap_close(g[j].fds[k]);	/* a duplicate name */
 		g[j].fds[k] = fd[i];
-		if (id > maxid)
-			maxid = id;
 	}
-	region_reserve_ids(maxid);
 	for (j = 0; j < ng; j++)
-		fdstore_take(g[j].id, g[j].fds);
+		fdstore_take(g[j].id, g[j].fds, adopt);
 	if (ng > 0)
 		log_info("%zu region(s) came back from systemd's fd store",
 		    ng);

@@ -12,8 +12,26 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
-#include "hpzerod.h"
+#include "hpz-protocol.h"
+
 #include "cctx.h"
+#include "clear.h"
+#include "conf.h"
+#include "control.h"
+#include "cost.h"
+#include "fdstore.h"
+#include "globals.h"
+#include "intercept.h"
+#include "log.h"
+#include "pool.h"
+#include "prep-thread.h"
+#include "reap.h"
+#include "region-life.h"
+#include "scrub.h"
+#include "stats.h"
+#include "status.h"
+#include "topo.h"
+#include "worker.h"
 
 #define HPZD_STATUS_INTERVAL	5	/* seconds between STATUS= updates */
 #define HPZD_OPT_KEY		256	/* getopt's value for key i: this + i */
@@ -118,7 +136,7 @@ hpzd_notify_status(void)
 {
 	char	buf[256];
 
-	stats_summary(buf, sizeof(buf));
+	status_summary(buf, sizeof(buf), control_nclients());
 	sd_notifyf(0, "STATUS=%s", buf);
 }
 
@@ -159,10 +177,7 @@ hpzd_reload(void)
 		    "threads), [limits], [pool] and [policy] change while "
 		    "running; restart hpzerod for the others", names);
 	conf_reload(&hpzd_conf, &c);
-	scrub_configure(&hpzd_conf);
-	control_limits(&hpzd_conf);
-	pool_configure(&hpzd_conf);
-	intercept_configure(&hpzd_conf);
+	control_reload(&hpzd_conf);
 	hpzd_log_settings("SIGHUP: settings", &hpzd_conf, 1);
 }
 
@@ -354,8 +369,8 @@ main(int argc, char **argv)
 	if (reap_start() != 0 || prep_start() != 0 || cctx_start() != 0)
 		fatalx("cannot start the reaper, prep and client threads");
 	reap_block_signal();
-	/* The uffd event plumbing exists before any region needs it. */
-	uffd_init();
+	/* The tending pass's plumbing exists before any region needs it. */
+	region_tend_init();
 	if (topo_init(&topo, "") == -1)
 		log_warnx("cannot read the CPU topology: workers not pinned");
 	if (clear_init(hpzd_conf.clear_kernel[0] != '\0' ?

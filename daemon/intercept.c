@@ -41,11 +41,26 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <linux/falloc.h>
+#include <linux/magic.h>
 #include <linux/userfaultfd.h>
 
 #include <fcntl.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "resolve.h"
+#include "uffdio.h"
+
+#include "cctx.h"
+#include "conf.h"
+#include "cost.h"
+#include "globals.h"
+#include "intercept.h"
+#include "log.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "uffd.h"
+#include "worker.h"
 
 /* Pages a step aside drops in one punch at most. */
 #define INTERCEPT_DROP_RUN	4096
@@ -62,24 +77,34 @@ intercept_configured(struct region *r, int error, void *arg)
 	(void)arg;
 }
 
-/*
- * [policy] in hpzerod.conf (main thread; SIGHUP too).  intercept = always:
- * every region's faults come back to us, each registered on its client's
- * context (UFFDIO_REGISTER takes the client's mmap_lock).
- */
+/* [policy] in hpzerod.conf (main thread; SIGHUP too). */
 void
 intercept_configure(const struct conf *c)
 {
-	struct region	*r;
-
 	intercept_policy = c->intercept;
 	intercept_aside_policy = c->step_aside;
-	TAILQ_FOREACH(r, &region_all, all) {
-		if (intercept_policy != INTERCEPT_ALWAYS)
-			intercept_check(r);
-		else if (r->started && !r->arming && !r->ending)
-			(void)intercept_arm(r, intercept_configured, NULL);
-	}
+}
+
+/*
+ * A region under the policy just configured (main thread, for each).
+ * intercept = always: its faults come back to us, registered on its
+ * client's context (UFFDIO_REGISTER takes the client's mmap_lock).
+ */
+void
+intercept_reconfigure(struct region *r)
+{
+	if (intercept_policy != INTERCEPT_ALWAYS)
+		intercept_check(r);
+	else if (r->started && !r->arming && !r->ending)
+		(void)intercept_arm(r, intercept_configured, NULL);
+}
+
+/* The policies in force: INTERCEPT_*, ASIDE_*. */
+void
+intercept_policies(int *intercept, int *aside)
+{
+	*intercept = intercept_policy;
+	*aside = intercept_aside_policy;
 }
 
 const char *
@@ -95,27 +120,6 @@ intercept_policy_name(int which)
 		return ("always");
 	}
 	return ("auto");
-}
-
-/*
- * Register [addr, addr+len) on uffd for faults (MISSING | MINOR) or for
- * write-protection alone (no fault trapped).  0 or a negative errno.
- */
-int
-intercept_register(int uffd, uint64_t addr, uint64_t len, int faults)
-{
-	struct uffdio_register	reg;
-
-	memset(&reg, 0, sizeof(reg));
-	reg.range.start = addr;
-	reg.range.len = len;
-	reg.mode = faults ? UFFDIO_REGISTER_MODE_MISSING |
-	    UFFDIO_REGISTER_MODE_MINOR : UFFDIO_REGISTER_MODE_WP;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) == -1)
-		return (-errno);
-	if (faults && (reg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
-		return (-ENOTSUP);
-	return (0);
 }
 
 /* A new region: libhpz registered it for faults. */
@@ -136,8 +140,8 @@ intercept_children(struct region *r)
 	TAILQ_FOREACH(f, &r->forks, entry) {
 		if (atomic_load(&f->dead))
 			continue;
-		error = intercept_register(f->uffd, atomic_load(&f->addr),
-		    r->len, 1);
+		error = uffdio_register(f->uffd, atomic_load(&f->addr),
+		    r->len, 1, NULL);
 		if (error != 0 && error != -ESRCH && error != -ENOMEM &&
 		    error != -EINVAL)
 			log_warnx("region %llu: a child's range: "
@@ -159,8 +163,8 @@ intercept_on(struct region *r)
 	atomic_store(&r->aside, ASIDE_NONE);
 	if (atomic_load(&r->intercepting))
 		return (0);
-	if ((error = intercept_register(r->uffd, region_addr(r), r->len,
-	    1)) != 0) {
+	if ((error = uffdio_register(r->uffd, region_addr(r), r->len,
+	    1, NULL)) != 0) {
 		log_warnx("region %llu: cannot intercept its faults again: "
 		    "UFFDIO_REGISTER: %s", (unsigned long long)r->id,
 		    strerror(-error));
@@ -203,8 +207,8 @@ intercept_off_work(struct cctx_job *j)
 {
 	struct region	*r = j->arg;
 
-	r->switch_error = intercept_register(r->uffd, region_addr(r), r->len,
-	    0);
+	r->switch_error = uffdio_register(r->uffd, region_addr(r), r->len,
+	    0, NULL);
 	if (r->switch_error == 0)
 		(void)uffd_wake(r, region_addr(r), r->len);
 }
@@ -263,7 +267,8 @@ intercept_arm_work(struct cctx_job *j)
 {
 	struct region	*r = j->arg;
 
-	r->arm_error = intercept_register(r->uffd, region_addr(r), r->len, 1);
+	r->arm_error = uffdio_register(r->uffd, region_addr(r), r->len, 1,
+	    NULL);
 	if (r->arm_error == 0) {
 		pthread_mutex_lock(&r->evlock);
 		intercept_children(r);
@@ -333,9 +338,6 @@ intercept_punch(void *arg, uint64_t first, uint64_t n)
 static int
 intercept_keep(struct region *r)
 {
-	struct cost	c;
-	int		demand, scrub, queued;
-
 	if (intercept_aside_policy == ASIDE_NEVER ||
 	    intercept_policy == INTERCEPT_ALWAYS ||
 	    (r->flags & HPZ_AHEAD_ONFAULT) || r->idle_refused)
@@ -343,18 +345,9 @@ intercept_keep(struct region *r)
 	/* A punch would give the client's reserved pages to anyone. */
 	if (r->fs_magic == HUGETLBFS_MAGIC)
 		return (1);
-	if (intercept_aside_policy == ASIDE_AUTO) {
-		if ((demand = cost_demand()) < 0)
-			return (1);
-		cost_get(&c);
-		scrub = scrub_region_enabled(r);
-		/* The region's own: its queued work, its faults of late. */
-		queued = atomic_load(&r->inflight);
-		if (cost_keep(&c, r->page_size, scrub, demand + queued,
-		    topo_online(), queued, worker_count(),
-		    cost_seen_get(&r->seen, stats_now_ns())))
-			return (1);
-	}
+	if (intercept_aside_policy == ASIDE_AUTO &&
+	    cost_keep_region(r, scrub_region_enabled(r)))
+		return (1);
 	return (0);
 }
 
@@ -379,7 +372,7 @@ intercept_fault(struct region *r)
 	if (!atomic_compare_exchange_strong(&r->aside, &expect,
 	    ASIDE_WANTED))
 		return;
-	uffd_kick();
+	hpzd_kick();
 }
 
 /*
@@ -402,9 +395,8 @@ intercept_aside_work(struct cctx_job *j)
 	    intercept_punch, r, &woken, &resets_done, &dropped, &held);
 	while ((pw = TAILQ_FIRST(&woken)) != NULL) {
 		TAILQ_REMOVE(&woken, pw, entry);
-		w = (struct work *)(void *)((char *)pw -
-		    offsetof(struct work, park));
-		worker_submit(w, -1, r->node);
+		w = worker_parked(pw);
+		uffd_requeue(w);
 	}
 	atomic_fetch_add(&stats.steps_aside, 1);
 	atomic_fetch_add(&stats.pages_aside, dropped);
@@ -425,7 +417,7 @@ intercept_aside_work(struct cctx_job *j)
 	}
 	/* A reset that waited for the pages the drop held: the loop answers. */
 	(void)resets_done;
-	uffd_kick();
+	hpzd_kick();
 }
 
 static void

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hpzerod.h"
+#include "log.h"
 
 static int	log_debug_on;
 

@@ -2,7 +2,7 @@
  * plan.c - the extent planner: how a clear is cut up and in what order.
  * Pure arithmetic, so that tests can check every edge.
  */
-#include "hpzerod.h"
+#include "plan.h"
 
 #define PLAN_SUBPAGE	4096ULL
 

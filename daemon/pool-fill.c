@@ -24,10 +24,15 @@
 
 #include <numaif.h>
 
-#include "hpzerod.h"
 #include "bucket.h"
 #include "clear.h"
+#include "conf.h"
+#include "globals.h"
+#include "log.h"
 #include "pool-fill.h"
+#include "pool.h"
+#include "stats.h"
+#include "topo.h"
 
 #define POOL_POLL_MS		50	/* the host's counts, at rest */
 #define POOL_HOST_NS		5000000ULL /* counts this old are read again */
@@ -53,7 +58,6 @@ static int			 fill_nnodes;
 static struct pool_filler	*fill_threads;
 static int			 fill_nthreads;
 static atomic_int		 fill_stopping;
-static atomic_int		 fill_nbusy;	/* fillers not napping */
 static void			(*fill_kick_main)(void);
 static pthread_mutex_t		 fill_nap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t		 fill_nap_cond;
@@ -500,12 +504,6 @@ pool_step(struct pool *p)
 	return (0);
 }
 
-int
-pool_busy(void)
-{
-	return (atomic_load(&fill_nbusy));
-}
-
 void
 pool_fill_kick(void)
 {
@@ -522,12 +520,12 @@ pool_nap(int ms)
 	ts.tv_nsec += (long)ms * 1000000L;
 	ts.tv_sec += ts.tv_nsec / 1000000000L;
 	ts.tv_nsec %= 1000000000L;
-	atomic_fetch_sub(&fill_nbusy, 1);
+	atomic_fetch_sub(&hpzd_busy, 1);
 	pthread_mutex_lock(&fill_nap_lock);
 	if (!atomic_load(&fill_stopping))
 		pthread_cond_timedwait(&fill_nap_cond, &fill_nap_lock, &ts);
 	pthread_mutex_unlock(&fill_nap_lock);
-	atomic_fetch_add(&fill_nbusy, 1);
+	atomic_fetch_add(&hpzd_busy, 1);
 }
 
 /* A filler: its CPU's idle time, its node's pages. */
@@ -563,7 +561,7 @@ pool_main(void *arg)
 		if (set_mempolicy(MPOL_BIND, mask, TOPO_NODES_MAX + 1) == -1)
 			log_warn("pool: %s: set_mempolicy", name);
 	}
-	atomic_fetch_add(&fill_nbusy, 1);
+	atomic_fetch_add(&hpzd_busy, 1);
 	while (!atomic_load(&fill_stopping)) {
 		did = 0;
 		for (i = 0; i < POOL_NSIZES; i++) {
@@ -576,7 +574,7 @@ pool_main(void *arg)
 		if (!did)
 			pool_nap(POOL_POLL_MS);
 	}
-	atomic_fetch_sub(&fill_nbusy, 1);
+	atomic_fetch_sub(&hpzd_busy, 1);
 	return (NULL);
 }
 

@@ -30,9 +30,17 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "hpz-protocol.h"
+
 #include "bucket.h"
+#include "conf.h"
+#include "globals.h"
+#include "log.h"
 #include "pool-fill.h"
+#include "pool.h"
+#include "region.h"
+#include "stats.h"
+#include "topo.h"
 
 #define POOL_WAIT_MS		20	/* a hand-out waits for a page... */
 #define POOL_WAIT_1G_MS		1000	/* ... or a 1 GiB page, in flight */
@@ -74,6 +82,9 @@ static struct pool_waiter pool_waiters[POOL_WAITERS_MAX];
 static int		 pool_nwaiters;
 static struct pool_uid	 pool_uids[POOL_UIDS_MAX];
 static int		 pool_nuids;
+static struct client	*(*pool_find_client)(uint64_t);
+static void		(*pool_send_answer)(struct client *, uint32_t,
+			    struct pool_answer *);
 
 /* A uid's tokens after dt ns: cap bytes come back every window. */
 double
@@ -114,27 +125,25 @@ pool_kick_main(void)
 		(void)!write(pool_kick_fd, &one, sizeof(one));
 }
 
-/* Send an error reply for a pool request; -1 if the client cannot take it. */
-static int
-pool_refuse(struct client *c, uint32_t seq, int error, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* A pool request refused: the error and why, for c's reply. */
+static void
+pool_refuse(struct client *c, struct pool_answer *a, int error,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static int
-pool_refuse(struct client *c, uint32_t seq, int error, const char *fmt, ...)
+static void
+pool_refuse(struct client *c, struct pool_answer *a, int error,
+    const char *fmt, ...)
 {
-	struct hpz_msg_reply	rep;
-	va_list			ap;
+	va_list	ap;
 
-	proto_init(&rep, HPZ_MSG_REPLY, sizeof(rep), seq);
-	rep.error = error;
+	memset(a, 0, sizeof(*a));
+	a->fd = -1;
+	a->error = error;
 	va_start(ap, fmt);
-	vsnprintf(rep.text, sizeof(rep.text), fmt, ap);
+	vsnprintf(a->text, sizeof(a->text), fmt, ap);
 	va_end(ap);
 	log_debug("client %llu (pid %d): no pool file: %s",
-	    (unsigned long long)c->id, (int)c->pid, rep.text);
-	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
-		return (-1);
-	return (0);
+	    (unsigned long long)c->id, (int)c->pid, a->text);
 }
 
 /*
@@ -278,36 +287,35 @@ pool_short(int psi, uint64_t rest)
 	}
 }
 
-/* Hand fd (pages of p) to client c; our fd is closed either way. */
-static int
-pool_hand(struct client *c, uint32_t seq, struct pool *p, int fd,
+/*
+ * Hand fd (pages of p) to client c: it is the answer's, which the sender
+ * closes once sent, whatever happened (it must never be handed again).
+ */
+static void
+pool_hand(struct client *c, struct pool_answer *a, struct pool *p, int fd,
     uint64_t pages, uint64_t want, const char *name)
 {
-	struct hpz_msg_pool_file	 rep;
 	struct pool_uid			*u;
 	uint64_t			 id = pool_next_id++, cap;
-	ssize_t				 n;
 
-	proto_init(&rep, HPZ_MSG_POOL_FILE, sizeof(rep), seq);
-	rep.size = pages * p->page_size;
-	rep.page_size = p->page_size;
-	rep.node = pool_nnodes > 1 ? p->node : -1;
-	rep.id = id;
+	memset(a, 0, sizeof(*a));
+	a->fd = fd;
+	a->size = pages * p->page_size;
+	a->page_size = p->page_size;
+	a->node = pool_nnodes > 1 ? p->node : -1;
+	a->id = id;
 	/* A guest starts on it: no refill beside it (POOL_QUIET_NS). */
-	if (rep.size >= POOL_QUIET_MIN) {
+	if (a->size >= POOL_QUIET_MIN) {
 		pthread_mutex_lock(&p->lock);
 		p->quiet_until = stats_now_ns() + POOL_QUIET_NS;
 		p->quiet_avail = p->avail;
 		pthread_mutex_unlock(&p->lock);
 	}
-	n = proto_send(c->fd, &rep, sizeof(rep), &fd, 1);
-	/* Ours no more, whatever happened: it must never be handed again. */
-	close(fd);
 	atomic_fetch_add(&p->handouts, 1);
 	atomic_fetch_add(&p->handout_pages, pages);
 	if ((cap = pool_uid_cap(p->psi)) > 0 && (u = pool_uid(c->uid, p->psi,
 	    cap, stats_now_ns())) != NULL)
-		u->tokens -= (double)rep.size;
+		u->tokens -= (double)a->size;
 	log_info("pool: file %llu, %llu x %s pages (node %d), to client %llu "
 	    "(pid %d uid %u)%s%s%s", (unsigned long long)id,
 	    (unsigned long long)pages, pool_sizes[p->psi].human, p->node,
@@ -315,7 +323,6 @@ pool_hand(struct client *c, uint32_t seq, struct pool *p, int fd,
 	    *name != '\0' ? " for '" : "", name, *name != '\0' ? "'" : "");
 	if (want != UINT64_MAX && pages < want)
 		pool_short(p->psi, want - pages);
-	return (n == (ssize_t)sizeof(rep) ? 0 : -1);
 }
 
 /* The pool a request should take from: the wanted node first, else the
@@ -350,15 +357,23 @@ pool_arm_timer(void)
 		evtimer_add(pool_timer_ev, &tv);
 }
 
+/* The connected client of an id, or NULL (the control plane's lookup). */
 static struct client *
 pool_client(uint64_t id)
 {
-	struct client	*c;
+	return (pool_find_client != NULL ? pool_find_client(id) : NULL);
+}
 
-	TAILQ_FOREACH(c, &control_clients, entry)
-		if (c->id == id && !c->orphan && c->fd >= 0)
-			return (c);
-	return (NULL);
+/*
+ * How a waiting hand-out finds its client again, and how its answer is
+ * sent (the control plane's, set by control.c).
+ */
+void
+pool_on_client(struct client *(*find)(uint64_t id),
+    void (*answer)(struct client *, uint32_t seq, struct pool_answer *))
+{
+	pool_find_client = find;
+	pool_send_answer = answer;
 }
 
 /*
@@ -392,6 +407,7 @@ pool_serve_waiters(void)
 	struct pool_waiter	*w;
 	struct pool_file	*f;
 	struct client		*c;
+	struct pool_answer	 a;
 	uint64_t		 now = stats_now_ns(), pages = 0;
 	int			 i, r, k, fd = -1, ready;
 
@@ -413,8 +429,7 @@ pool_serve_waiters(void)
 			goto drop;
 		/* Ready, or past the deadline: whatever is idle now. */
 		if ((r = pool_try(w->pool, w->want, &k, &fd, &pages)) == 1)
-			(void)pool_hand(c, w->seq, w->pool, fd, pages, w->want,
-			    w->name);
+			pool_hand(c, &a, w->pool, fd, pages, w->want, w->name);
 		else {
 			if (r == 0) {
 				pthread_mutex_lock(&w->pool->lock);
@@ -422,10 +437,11 @@ pool_serve_waiters(void)
 				pthread_mutex_unlock(&w->pool->lock);
 			}
 			atomic_fetch_add(&w->pool->misses, 1);
-			(void)pool_refuse(c, w->seq, -EAGAIN, "no %s pool pages "
+			pool_refuse(c, &a, -EAGAIN, "no %s pool pages "
 			    "ready%s", pool_sizes[w->pool->psi].human, r == 0 ?
 			    " (the pool was busy allocating)" : "");
 		}
+		pool_send_answer(c, w->seq, &a);
 drop:
 		pool_waiters[i] = pool_waiters[--pool_nwaiters];
 	}
@@ -450,11 +466,12 @@ pool_timer_cb(int fd, short events, void *arg)
 /*
  * HPZ_MSG_POOL_TAKE: a file of len bytes rounded up to the page (len 0:
  * the largest file there is), at once or (its last pages in flight) when
- * they land; or a reply saying why not.  -1 when the client cannot take
- * a reply.
+ * they land; or why not.  1: answered now (*a); 0: the answer goes to
+ * pool_send_answer once its pages land or its wait is over.
  */
 int
-pool_take(struct client *c, const struct hpz_msg *m)
+pool_try_take(struct client *c, const struct hpz_msg *m,
+    struct pool_answer *a)
 {
 	const struct hpz_msg_pool_take	*t = &m->u.pool_take;
 	struct pool_waiter		*w;
@@ -465,12 +482,16 @@ pool_take(struct client *c, const struct hpz_msg *m)
 
 	psi = pool_size_index(t->page_size);
 	if (psi < 0 || pool_get(psi, 0) == NULL ||
-	    pool_get(psi, 0)->page_size == 0)
-		return (pool_refuse(c, t->hdr.seq, -ENOENT, "no pool of "
-		    "%llu-byte pages here", (unsigned long long)t->page_size));
-	if (!atomic_load(&pool_on))
-		return (pool_refuse(c, t->hdr.seq, -ENOENT, "the pool is off "
-		    "([pool] enable in hpzerod.conf)"));
+	    pool_get(psi, 0)->page_size == 0) {
+		pool_refuse(c, a, -ENOENT, "no pool of %llu-byte pages here",
+		    (unsigned long long)t->page_size);
+		return (1);
+	}
+	if (!atomic_load(&pool_on)) {
+		pool_refuse(c, a, -ENOENT, "the pool is off ([pool] enable "
+		    "in hpzerod.conf)");
+		return (1);
+	}
 	ps = pool_sizes[psi].size;
 	want = t->len == 0 ? UINT64_MAX : t->len / ps + (t->len % ps != 0);
 	/* No more than what the uid may still take. */
@@ -494,10 +515,11 @@ pool_take(struct client *c, const struct hpz_msg *m)
 			if ((p = pool_get(psi, t->node >= 0 ? t->node : 0)) !=
 			    NULL)
 				atomic_fetch_add(&p->refused, 1);
-			return (pool_refuse(c, t->hdr.seq, -EDQUOT, "uid %u "
-			    "took its share of the pool ([pool] uid_share, "
-			    "uid_bytes: %llu bytes a minute)", (unsigned)c->uid,
-			    (unsigned long long)cap));
+			pool_refuse(c, a, -EDQUOT, "uid %u took its share of "
+			    "the pool ([pool] uid_share, uid_bytes: %llu "
+			    "bytes a minute)", (unsigned)c->uid,
+			    (unsigned long long)cap);
+			return (1);
 		}
 		if (want > left)
 			want = left;
@@ -513,11 +535,14 @@ pool_take(struct client *c, const struct hpz_msg *m)
 		if (p != NULL || (p = pool_get(psi, t->node >= 0 ? t->node :
 		    0)) != NULL)
 			atomic_fetch_add(&p->misses, 1);
-		return (pool_refuse(c, t->hdr.seq, -EAGAIN, "no %s pool pages "
-		    "ready", pool_sizes[psi].human));
+		pool_refuse(c, a, -EAGAIN, "no %s pool pages ready",
+		    pool_sizes[psi].human);
+		return (1);
 	}
-	if (r == 1)
-		return (pool_hand(c, t->hdr.seq, p, fd, pages, want, t->name));
+	if (r == 1) {
+		pool_hand(c, a, p, fd, pages, want, t->name);
+		return (1);
+	}
 	w = &pool_waiters[pool_nwaiters++];
 	w->client = c->id;
 	w->seq = t->hdr.seq;
@@ -531,27 +556,24 @@ pool_take(struct client *c, const struct hpz_msg *m)
 	return (0);
 }
 
-/* HPZ_MSG_POOL_STATUS: the pools from index first on. */
-int
-pool_status(struct client *c, const struct hpz_msg *m)
+/* HPZ_MSG_POOL_STATUS: the pools from index first on, into rep. */
+void
+pool_status_fill(struct hpz_msg_pool_status_reply *rep, uint32_t first)
 {
-	struct hpz_msg_pool_status_reply	 rep;
 	struct hpz_msg_pool_info		*e;
 	struct pool				*p;
 	uint64_t				 target, reserve, room;
 	uint32_t				 i;
 
-	proto_init(&rep, HPZ_MSG_POOL_STATUS_REPLY, sizeof(rep),
-	    m->u.hdr.seq);
-	for (i = m->u.pool_status.first; i < (uint32_t)pool_npools; i++) {
+	for (i = first; i < (uint32_t)pool_npools; i++) {
 		p = &pool_all[i];
 		if (p->page_size == 0)
 			continue;
-		if (rep.count == HPZ_POOLS_PER_REPLY) {
-			rep.more = 1;
+		if (rep->count == HPZ_POOLS_PER_REPLY) {
+			rep->more = 1;
 			break;
 		}
-		e = &rep.p[rep.count++];
+		e = &rep->p[rep->count++];
 		e->page_size = p->page_size;
 		e->node = p->node;
 		e->enabled = (uint32_t)atomic_load(&pool_on);
@@ -572,9 +594,6 @@ pool_status(struct client *c, const struct hpz_msg *m)
 		e->misses = atomic_load(&p->misses);
 		e->refused = atomic_load(&p->refused);
 	}
-	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
-		return (-1);
-	return (0);
 }
 
 /* Pages ready in every pool, for the STATUS= line. */

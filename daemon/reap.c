@@ -32,7 +32,10 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "globals.h"
+#include "log.h"
+#include "reap.h"
+#include "stats.h"
 
 /* A close running longer than this is interrupted (and again each time). */
 #define REAP_STUCK_MS	1000

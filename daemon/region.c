@@ -1,6 +1,9 @@
 /*
- * region.c - registered regions: validation, our mapping of the backing
- * file, per-page state, reset and teardown.
+ * region.c - a registered region's life on the main thread: probe (on the
+ * client's context), attach, start, our mapping of the backing file, its
+ * page state, reset, teardown, and the tending pass that a kick from any
+ * thread asks for.  Validation is region-check.c's; what the page path
+ * reads of a region, region-page.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,20 +15,39 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <linux/falloc.h>
+#include <linux/magic.h>
 #include <linux/userfaultfd.h>
 
 #include <event2/event.h>
-#include <numaif.h>
 
-#include "hpzerod.h"
-#include "hostmem.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+#include "resolve.h"
 #include "uffd-compat.h"
+
+#include "cctx.h"
+#include "fault.h"
+#include "fdstore.h"
+#include "globals.h"
+#include "intercept.h"
+#include "log.h"
+#include "prep.h"
+#include "region-check.h"
+#include "region-life.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
 static uint64_t	 region_next_id = 1;
+/* Told of a region the tending pass let go (control.c registers it). */
+static void	(*region_released)(struct client *);
 
 /* A reset being marked, or whose reply waits for pages our threads hold. */
 struct region_reset {
@@ -35,174 +57,6 @@ struct region_reset {
 	void			(*done)(void *, int);
 	void			*arg;
 };
-
-static int	region_fail(char *, size_t, int, const char *, ...)
-		    __attribute__((format(printf, 4, 5)));
-
-static int
-region_fail(char *why, size_t whylen, int error, const char *fmt, ...)
-{
-	va_list	ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return (error);
-}
-
-/* Do [a, a+alen) and [b, b+blen) share a byte? */
-int
-region_overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
-{
-	if (alen == 0 || blen == 0)
-		return (0);
-	/* Distances, not ends: a range may end exactly at 2^64. */
-	return (a <= b ? b - a < alen : a - b < blen);
-}
-
-/* Is the described range a whole number of pages lying inside the file? */
-int
-region_check_range(uint64_t addr, uint64_t len, uint64_t offset,
-    uint64_t page_size, const struct backing *b, char *why, size_t whylen)
-{
-	if (page_size != b->page_size)
-		return (region_fail(why, whylen, -EINVAL,
-		    "page size %llu does not match the file's %llu",
-		    (unsigned long long)page_size,
-		    (unsigned long long)b->page_size));
-	if (len == 0)
-		return (region_fail(why, whylen, -EINVAL, "empty region"));
-	if ((addr | len | offset) % b->page_size != 0)
-		return (region_fail(why, whylen, -EINVAL,
-		    "addr 0x%llx, len %llu and offset %llu must be multiples "
-		    "of the page size %llu", (unsigned long long)addr,
-		    (unsigned long long)len, (unsigned long long)offset,
-		    (unsigned long long)b->page_size));
-	if (addr + len < addr)
-		return (region_fail(why, whylen, -EINVAL,
-		    "address range wraps"));
-	if (offset > b->size || len > b->size - offset)
-		return (region_fail(why, whylen, -EINVAL,
-		    "region [%llu, %llu) lies past the end of the file "
-		    "(%llu bytes)", (unsigned long long)offset,
-		    (unsigned long long)(offset + len),
-		    (unsigned long long)b->size));
-	return (0);
-}
-
-/* Is fd a read-write regular file on hugetlbfs or shmem?  Learn its shape. */
-int
-region_check_backing(int fd, struct backing *b, char *why, size_t whylen)
-{
-	struct statfs	sfs;
-	struct stat	st;
-	int		fl;
-
-	if (fstatfs(fd, &sfs) == -1 || fstat(fd, &st) == -1)
-		return (region_fail(why, whylen, -EINVAL,
-		    "cannot stat the backing fd: %s", strerror(errno)));
-	if (!S_ISREG(st.st_mode))
-		return (region_fail(why, whylen, -EINVAL,
-		    "the backing fd is not a regular file"));
-	b->fs_magic = (long)sfs.f_type;
-	if (b->fs_magic == HUGETLBFS_MAGIC)
-		b->page_size = (uint64_t)sfs.f_bsize;
-	else if (b->fs_magic == TMPFS_MAGIC)
-		b->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
-	else
-		return (region_fail(why, whylen, -EINVAL,
-		    "the backing file is on a filesystem with magic 0x%lx: "
-		    "only hugetlbfs and shmem files can be served",
-		    (unsigned long)b->fs_magic));
-	fl = fcntl(fd, F_GETFL);
-	if (fl == -1 || (fl & O_ACCMODE) != O_RDWR)
-		return (region_fail(why, whylen, -EINVAL,
-		    "the backing fd is not open read-write"));
-	b->size = (uint64_t)st.st_size;
-	b->dev = st.st_dev;
-	b->ino = st.st_ino;
-	return (0);
-}
-
-/* Is fd really a userfaultfd? */
-int
-region_check_uffd(int fd, char *why, size_t whylen)
-{
-	char	path[64], link[128];
-	ssize_t	n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n == -1)
-		return (region_fail(why, whylen, -EINVAL,
-		    "cannot inspect the uffd: %s", strerror(errno)));
-	link[n] = '\0';
-	if (strcmp(link, "anon_inode:[userfaultfd]") != 0)
-		return (region_fail(why, whylen, -EINVAL,
-		    "the fd passed as uffd is not a userfaultfd (%s)", link));
-	return (0);
-}
-
-/*
- * A region in the way of a new one: the same client's address range, or
- * anyone's range of the same file (two states for one page would let one
- * side expose what the other declared garbage).
- */
-struct region *
-region_conflict(const struct regions *all, const struct client *c,
-    uint64_t addr, uint64_t len, dev_t dev, ino_t ino, uint64_t offset)
-{
-	struct region	*r;
-
-	TAILQ_FOREACH(r, all, all) {
-		if (r->client == c &&
-		    region_overlaps(region_addr(r), r->len, addr, len))
-			return (r);
-		if (r->dev == dev && r->ino == ino &&
-		    region_overlaps(r->offset, r->len, offset, len))
-			return (r);
-	}
-	return (NULL);
-}
-
-/*
- * Is sfd a page-state memfd for exactly npages pages: a read-write shmem
- * file sealed against shrinking and growing, of HPZ_STATE_SIZE(npages)
- * bytes?  The seals mean our mapping of it can never fault with SIGBUS
- * whatever the client does to its copy, and that its size, which we
- * checked here, is ours to trust from then on (fdstore.c relies on it).
- */
-int
-region_check_state(int sfd, uint64_t npages, char *why, size_t whylen)
-{
-	struct statfs	sfs;
-	struct stat	st;
-	int		seals, fl;
-
-	if (fstatfs(sfd, &sfs) == -1 || fstat(sfd, &st) == -1)
-		return (region_fail(why, whylen, -EINVAL,
-		    "cannot stat the state fd: %s", strerror(errno)));
-	if (!S_ISREG(st.st_mode) || (long)sfs.f_type != TMPFS_MAGIC)
-		return (region_fail(why, whylen, -EINVAL,
-		    "the state fd is not a memfd"));
-	fl = fcntl(sfd, F_GETFL);
-	if (fl == -1 || (fl & O_ACCMODE) != O_RDWR)
-		return (region_fail(why, whylen, -EINVAL,
-		    "the state fd is not open read-write"));
-	seals = fcntl(sfd, F_GET_SEALS);
-	if (seals == -1 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) !=
-	    (F_SEAL_SHRINK | F_SEAL_GROW))
-		return (region_fail(why, whylen, -EINVAL,
-		    "the state memfd is not sealed against shrinking and "
-		    "growing (F_SEAL_SHRINK | F_SEAL_GROW)"));
-	if ((uint64_t)st.st_size != HPZ_STATE_SIZE(npages))
-		return (region_fail(why, whylen, -EINVAL,
-		    "the state memfd holds %llu bytes, %llu pages need "
-		    "exactly %llu", (unsigned long long)st.st_size,
-		    (unsigned long long)npages,
-		    (unsigned long long)HPZ_STATE_SIZE(npages)));
-	return (0);
-}
 
 /*
  * Take a region's page state: map the memfd, take the server lock, and
@@ -308,35 +162,6 @@ region_release_state(struct region *r)
 	r->lockfd = -1;
 }
 
-/* The most pages a region may have ([limits] region_pages); 0: no limit. */
-static uint64_t	 region_pages_max;
-
-void
-region_limits(uint64_t max_pages)
-{
-	region_pages_max = max_pages;
-}
-
-uint64_t
-region_limit_pages(void)
-{
-	return (region_pages_max);
-}
-
-/* Is a region of npages pages within [limits] region_pages? */
-int
-region_check_pages(uint64_t npages, uint64_t page_size, char *why,
-    size_t whylen)
-{
-	if (region_pages_max == 0 || npages <= region_pages_max)
-		return (0);
-	return (region_fail(why, whylen, -EDQUOT,
-	    "a region of %llu pages of %llu KiB is over the limit of %llu "
-	    "pages a region ([limits] region_pages in hpzerod.conf)",
-	    (unsigned long long)npages, (unsigned long long)(page_size >> 10),
-	    (unsigned long long)region_pages_max));
-}
-
 /*
  * Validate a register request, take the page state, map the file: every
  * call here is on what the client passed (fstat/fstatfs of its files, its
@@ -402,6 +227,7 @@ region_probe(pid_t pid, const struct hpz_msg_register *m, int uffd, int fd,
 	r->node = topo.nnodes > 1 ? region_client_node(pid, m->addr) : -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	region_tend_init();
 	uffd_region_init(r);
 	intercept_init(r);
 
@@ -551,7 +377,7 @@ region_start(struct region *r)
 			return (-1);
 	} else
 		intercept_check(r);
-	worker_poll_add(r);
+	uffd_poll_start(r);
 	/*
 	 * A fault whose message a dead server read is still waiting: wake
 	 * every thread of the range, so it faults again and reaches us.
@@ -653,12 +479,11 @@ region_drain(struct region *r)
 		worker_cancel(r, &deferred);
 		while ((pw = TAILQ_FIRST(&parked)) != NULL) {
 			TAILQ_REMOVE(&parked, pw, entry);
-			uffd_work_cancel((struct work *)(void *)((char *)pw -
-			    offsetof(struct work, park)));
+			fault_work_cancel(worker_parked(pw));
 		}
 		while ((w = TAILQ_FIRST(&deferred)) != NULL) {
 			TAILQ_REMOVE(&deferred, w, entry);
-			uffd_work_cancel(w);
+			fault_work_cancel(w);
 		}
 		pthread_mutex_lock(&r->lock);
 		if (atomic_load(&r->inflight) == 0) {
@@ -797,7 +622,7 @@ region_destroy_then(struct region *r, void (*then)(void *), void *arg)
 	r->ending = 1;
 	prep_region_cancel(r);
 	scrub_remove(r);
-	worker_poll_remove(r);
+	uffd_poll_stop(r);
 	event_del(r->ev);
 	region_drain(r);
 	region_reset_cancel(r);
@@ -960,6 +785,64 @@ region_reset_work(struct region *r)
 }
 
 /*
+ * The main thread's tending pass over every region, after a kick from
+ * any thread (hpzd_kick): the children's uffds (uffd.c), resets whose
+ * reply waited for pages our threads held, a step aside a worker decided,
+ * garbage gone (intercept.c), and a region released: destroyed, then the
+ * control plane hears that its client may be done (region_on_release).
+ */
+static void
+region_tend_one(struct region *r)
+{
+	struct client	*c;
+
+	uffd_tend(r);
+	if (!TAILQ_EMPTY(&r->resets))
+		region_reset_work(r);
+	/* A step aside decided by a worker: its punches, on the context. */
+	intercept_aside_start(r);
+	/* Garbage gone: its faults go to the kernel from now on. */
+	if (!atomic_load(&r->gone))
+		intercept_check(r);
+	if (atomic_load(&r->gone)) {
+		c = r->client;
+		region_destroy(r);
+		if (region_released != NULL)
+			region_released(c);
+	}
+}
+
+static void
+region_tend(void)
+{
+	struct region	*r, *next;
+
+	for (r = TAILQ_FIRST(&region_all); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, all);
+		region_tend_one(r);
+	}
+}
+
+/*
+ * The tending pass runs after each kick; a fault read runs fault_handle;
+ * a release stops the scrub (once, main thread, before any region).
+ */
+void
+region_tend_init(void)
+{
+	/* The page path's hooks upward, set before any region is made. */
+	uffd_hooks(fault_handle, scrub_remove);
+	hpzd_kick_init(region_tend);
+}
+
+/* The control plane hears of each region the tending pass let go. */
+void
+region_on_release(void (*released)(struct client *))
+{
+	region_released = released;
+}
+
+/*
  * Declare [addr, addr+len) garbage.  The client zaps its mapping once we
  * answer, so we may answer only when no thread of ours can still map old
  * bytes of the range: the pages it held when the reset came are marked
@@ -1012,85 +895,6 @@ region_reset(struct region *r, uint64_t addr, uint64_t len,
 	return (1);
 }
 
-/*
- * Where the region lies in the client now.  A worker reading the client's
- * mremap event writes it (uffd.c) while the main thread and the workers
- * read it: every access goes through these two.
- */
-uint64_t
-region_addr(const struct region *r)
-{
-	return (__atomic_load_n(&r->addr, __ATOMIC_ACQUIRE));
-}
-
-void
-region_set_addr(struct region *r, uint64_t addr)
-{
-	__atomic_store_n(&r->addr, addr, __ATOMIC_RELEASE);
-}
-
-uint64_t
-region_page_index(const struct region *r, uint64_t addr)
-{
-	return ((addr - region_addr(r)) / r->page_size);
-}
-
-/* A worker finished an item of this region: wake anyone waiting. */
-void
-region_work_done(struct region *r)
-{
-	pthread_mutex_lock(&r->lock);
-	atomic_fetch_sub(&r->inflight, 1);
-	pthread_cond_broadcast(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-}
-
-/*
- * The node the client's policy asks for at addr, from its numa_maps
- * ("bind:N" or "prefer:N" naming one node), or -1.
- */
-int
-region_client_node(pid_t pid, uint64_t addr)
-{
-	char		 path[64], line[4096], *p;
-	FILE		*f;
-	unsigned long long start;
-	int		 node = -1;
-
-	if (pid <= 0)
-		return (-1);
-	snprintf(path, sizeof(path), "/proc/%d/numa_maps", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (-1);
-	while (fgets(line, sizeof(line), f) != NULL) {
-		start = strtoull(line, &p, 16);
-		if (start != addr || *p != ' ')
-			continue;
-		p++;
-		if ((strncmp(p, "bind:", 5) == 0 ||
-		    strncmp(p, "prefer:", 7) == 0) &&
-		    strpbrk(strchr(p, ':'), ",-") > strchr(p, ' '))
-			node = atoi(strchr(p, ':') + 1);
-		break;
-	}
-	fclose(f);
-	return (node);
-}
-
-/* The node holding page idx (present pages), else the region's choice. */
-int
-region_page_node(const struct region *r, uint64_t idx)
-{
-	int	node = -1;
-
-	if (topo.nnodes <= 1)
-		return (-1);
-	if (get_mempolicy(&node, NULL, 0, (char *)r->map + idx * r->page_size,
-	    MPOL_F_NODE | MPOL_F_ADDR) == -1)
-		return (r->node);
-	return (node);
-}
-
 /* New flags and priority for a registered region (HPZ_DISCARD stays). */
 void
 region_set_policy(struct region *r, uint32_t flags, int prio)
@@ -1100,137 +904,3 @@ region_set_policy(struct region *r, uint32_t flags, int prio)
 	scrub_add(r, 0);
 }
 
-/* Allocate pages [idx, idx+n) of the file (state_populate). */
-int
-region_populate(struct region *r, uint64_t idx, uint64_t n)
-{
-	return (state_populate(r->map, r->fd, r->offset, r->page_size, idx,
-	    n));
-}
-
-/*
- * Allocate page idx of the file for background work (scrub.c: scrub,
- * eager and read-ahead population, premap), which no client waits for:
- * 0 (the page is there), -ENOSPC (hugetlbfs: the host is at its reserve),
- * -EDQUOT (shmem: the region's background fills are spent), or a negative
- * errno.
- *
- * hugetlbfs: while the host has more free, unreserved pages than the
- * reserve ([pool] reserve_2m, reserve_1g), checked under hostmem_lock so
- * that our own threads do not pass it together.  A hole the client's
- * mapping reserved costs the host nothing (resv_hugepages falls with
- * free_hugepages), but only the counters around a fill tell such a hole
- * from an unreserved one, and a fill cannot be undone (the client may
- * write the page at once).  So each fill is watched: one that took the
- * reservation marks the region's holes reserved (a mapping without
- * MAP_NORESERVE reserves its whole range), one taken from the free pages
- * marks them not.  At the reserve, a region known reserved goes on, one
- * known not stops, and one not known yet fills one page to learn: at
- * most one page below the reserve in the region's life, and none once a
- * fill above the reserve has taught us.
- *
- * shmem: a page in the page cache (mincore on our mapping, no call on the
- * client's file) is there; a hole is filled only while the region's
- * background fills are fewer than its pages (its size, once over its
- * life), so that a client punching its file again and again does not have
- * it refilled without end in the daemon's memory cgroup.
- */
-int
-region_populate_spare(struct region *r, uint64_t idx)
-{
-	unsigned char	vec[1];
-	char		*p = (char *)r->map + idx * r->page_size;
-	long long	 f0, v0, f1, v1;
-	int		 error, known;
-
-	if (r->fs_magic != HUGETLBFS_MAGIC) {
-		if (mincore(p, 4096, vec) == 0 && (vec[0] & 1))
-			return (0);
-		if (atomic_fetch_add(&r->bg_filled, 1) >= r->npages) {
-			atomic_store(&r->bg_filled, r->npages);
-			return (-EDQUOT);
-		}
-		return (region_populate(r, idx, 1));
-	}
-	hostmem_lock();
-	known = hostmem_counts(r->page_size, &f0, &v0) == 0;
-	if (known && f0 - v0 - (long long)hostmem_reserve(r->page_size) < 1 &&
-	    r->bg_resv < 0) {
-		hostmem_unlock();
-		return (-ENOSPC);
-	}
-	error = region_populate(r, idx, 1);
-	if (error == 0 && known && hostmem_counts(r->page_size, &f1,
-	    &v1) == 0) {
-		if (v1 < v0)
-			r->bg_resv = 1;		/* the file's reservation */
-		else if (f1 < f0)
-			r->bg_resv = -1;	/* the host's free pages */
-	}
-	hostmem_unlock();
-	return (error);
-}
-
-/*
- * Parse one line of /proc/PID/maps: "start-end perms offset maj:min inode
- * path".  0, or -1 if it is not such a line.
- */
-int
-region_check_maps_line(const char *line, uint64_t *start, uint64_t *end,
-    uint64_t *off, unsigned int *major, unsigned int *minor,
-    unsigned long *ino, int *shared_rw)
-{
-	unsigned long long	a, b, o;
-	char			perms[8];
-
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %lu", &a, &b, perms, &o,
-	    major, minor, ino) != 7 || b <= a || strlen(perms) != 4)
-		return (-1);
-	*start = a;
-	*end = b;
-	*off = o;
-	*shared_rw = perms[0] == 'r' && perms[1] == 'w' && perms[3] == 's';
-	return (0);
-}
-
-/*
- * Does the client's own address space map [addr, addr+len) shared and
- * writable from this file at this offset, in one or more adjacent
- * mappings?  Otherwise the client describes memory that is not its own
- * mapping of the file it passed: refused.
- */
-int
-region_check_mapping(pid_t pid, uint64_t addr, uint64_t len, dev_t dev,
-    ino_t ino, uint64_t offset, char *why, size_t whylen)
-{
-	char		 path[64], line[4096];
-	FILE		*f;
-	uint64_t	 start, end, off, pos = addr, limit = addr + len;
-	unsigned long	 lino;
-	unsigned int	 maj, min;
-	int		 srw;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	if ((f = fopen(path, "r")) == NULL)
-		return (region_fail(why, whylen, -EPERM,
-		    "cannot read the client's mappings: %s", strerror(errno)));
-	while (pos < limit && fgets(line, sizeof(line), f) != NULL) {
-		if (region_check_maps_line(line, &start, &end, &off, &maj,
-		    &min, &lino, &srw) == -1 || end <= pos)
-			continue;
-		if (start > pos)
-			break;	/* a hole */
-		if (!srw || makedev(maj, min) != dev || (ino_t)lino != ino ||
-		    off + (pos - start) != offset + (pos - addr))
-			break;
-		pos = end;
-	}
-	fclose(f);
-	if (pos < limit)
-		return (region_fail(why, whylen, -EINVAL,
-		    "0x%llx is not the client's shared, writable mapping of "
-		    "the file it passed at offset %llu",
-		    (unsigned long long)pos,
-		    (unsigned long long)(offset + (pos - addr))));
-	return (0);
-}

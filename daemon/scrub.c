@@ -18,13 +18,27 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <linux/userfaultfd.h>
 
 #include <numa.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-state.h"
+#include "resolve.h"
+
 #include "bucket.h"
+#include "clear.h"
+#include "conf.h"
+#include "globals.h"
 #include "hostmem.h"
+#include "log.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 enum scrub_kind {
 	SCRUB_AHEAD,		/* allocate [lo, lo+n) ahead of the faults */
@@ -43,15 +57,7 @@ static double		 scrub_client_gbs;
 static uint64_t		 scrub_ahead_min;
 static uint64_t		 scrub_ahead_max;
 static struct bucket	*scrub_global;
-static atomic_int	 scrub_nbusy;	/* threads not waiting for work */
 static int		 scrub_on_node[TOPO_NODES_MAX]; /* threads a node */
-
-/* Background threads at work now (cost.c counts them as ours). */
-int
-scrub_busy(void)
-{
-	return (atomic_load(&scrub_nbusy));
-}
 
 double
 scrub_budget_gbs(int client)
@@ -230,18 +236,6 @@ uint64_t
 scrub_region_pending(const struct region *r)
 {
 	return (resolve_garbage((struct resolve_table *)&r->rt));
-}
-
-/* Garbage pages of every region (main thread). */
-uint64_t
-scrub_pending_pages(void)
-{
-	struct region	*r;
-	uint64_t	 n = 0;
-
-	TAILQ_FOREACH(r, &region_all, all)
-		n += scrub_region_pending(r);
-	return (n);
 }
 
 /* What a background transaction works with (the operations' argument). */
@@ -444,13 +438,12 @@ scrub_page(struct scrub_ctx *x, uint64_t i, int flags)
 		uffd_tampered(r, rs.tampered);
 	while ((pw = TAILQ_FIRST(&rs.woken)) != NULL) {
 		TAILQ_REMOVE(&rs.woken, pw, entry);
-		w = (struct work *)(void *)((char *)pw -
-		    offsetof(struct work, park));
-		worker_requeue(w);
+		w = worker_parked(pw);
+		uffd_requeue(w);
 	}
 	/* The last garbage gone: the loop may leave the faults to the kernel. */
 	if (rs.resets_done || rs.garbage_gone)
-		uffd_kick();
+		hpzd_kick();
 }
 
 /* One chunk of background work on r (a reference is held). */
@@ -582,9 +575,9 @@ scrub_main(void *arg)
 		if (scrub_stopping)
 			break;
 		pthread_mutex_unlock(&scrub_lock);
-		atomic_fetch_add(&scrub_nbusy, 1);
+		atomic_fetch_add(&hpzd_busy, 1);	/* cost.c: ours */
 		scrub_chunk(r, kind, lo, n, node);
-		atomic_fetch_sub(&scrub_nbusy, 1);
+		atomic_fetch_sub(&hpzd_busy, 1);
 		region_work_done(r);
 		pthread_mutex_lock(&scrub_lock);
 	}
@@ -592,14 +585,14 @@ scrub_main(void *arg)
 	return (NULL);
 }
 
-/* Settings that SIGHUP may change. */
-void
+/*
+ * Settings that SIGHUP may change: 1 if scrubbing was off and is on now
+ * (the caller hands it every region's garbage again), else 0.
+ */
+int
 scrub_configure(const struct conf *c)
 {
-	struct client	*cl;
-
-	struct region	*r;
-	int		 was;
+	int	was;
 
 	hostmem_set_reserve(c->pool_reserve[0], c->pool_reserve[1]);
 	pthread_mutex_lock(&scrub_lock);
@@ -612,13 +605,7 @@ scrub_configure(const struct conf *c)
 	pthread_mutex_unlock(&scrub_lock);
 	if (scrub_global != NULL)
 		bucket_set(scrub_global, c->background_gbs);
-	TAILQ_FOREACH(cl, &control_clients, entry)
-		if (cl->budget != NULL)
-			bucket_set(cl->budget, c->client_gbs);
-	/* Garbage left while scrubbing was off: go over it now. */
-	if (!was && c->scrub)
-		TAILQ_FOREACH(r, &region_all, all)
-			scrub_add(r, 0);
+	return (!was && c->scrub);
 }
 
 /*
@@ -634,7 +621,7 @@ scrub_start(const struct conf *c)
 		log_warn("scrub: its budget");
 		return (-ENOMEM);
 	}
-	scrub_configure(c);
+	(void)scrub_configure(c);	/* no region yet */
 	n = c->scrub_threads > 0 ? c->scrub_threads :
 	    (topo.ncpus > 0 ? topo.ncpus : 1);
 	if (n > HPZD_WORKERS_MAX)

@@ -12,7 +12,7 @@
 
 #include <numa.h>
 
-#include "hpzerod.h"
+#include "topo.h"
 
 struct topo	topo;
 

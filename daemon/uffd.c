@@ -1,9 +1,8 @@
 /*
- * uffd.c - the fault path: read each region's userfaultfd, act on its
- * events, queue its faults to the workers, and resolve them in batches of
- * adjacent pages through one transaction each (resolve.c), with the
- * operations below: clear (clear.c), populate, map with the EAGAIN pump,
- * wake.
+ * uffd.c - a region's userfaultfd: read it, act on its events (REMOVE,
+ * UNMAP, REMAP, FORK) and its children's, queue its faults to the workers
+ * (fault.c resolves them), and the ioctls every user of it shares: map
+ * with the EAGAIN pump, wake; and a region's release.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,43 +21,48 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-state.h"
+#include "resolve.h"
 #include "uffd-compat.h"
+#include "uffdio.h"
+
+#include "conf.h"
+#include "globals.h"
+#include "log.h"
+#include "region.h"
+#include "stats.h"
+#include "topo.h"
+#include "uffd.h"
+#include "worker.h"
 
 /* Faults read at once before other sources get a turn. */
 #define UFFD_READ_BATCH	64
-/* Pages resolved together by one worker at most. */
-#define UFFD_COALESCE_MAX	64
 /* Batches one pump reads at most while an ioctl waits for events. */
 #define UFFD_PUMP_BATCHES	16
-/*
- * The kernel lets a map fail with EAGAIN from the time an event is raised
- * until the thread that raised it runs again after we read it:
- * microseconds usually.  A map tries this often, pumping the events, and
- * waits one short poll at most; then the fault is deferred (worker.c),
- * holding nothing, from 1 ms doubling to 64 ms, and woken after
- * UFFD_SETTLE_MS to fault again.
- */
-#define UFFD_MAP_TRIES		16
-#define UFFD_SETTLE_MS		30000ULL
+/* A map's one wait for the events it would pump (fault.c's tries). */
 #define UFFD_SETTLE_POLL_MS	1
-#define UFFD_RETRY_MIN_NS	1000000ULL
-#define UFFD_RETRY_MAX_NS	64000000ULL
 /* How often tampering with a region's page state is logged at most. */
 #define UFFD_TAMPER_LOG_NS	10000000000ULL
-/*
- * One stray fault in this many is logged: a range that grew or moved can
- * fault outside its region at fault rate, and the log must not follow.
- */
-#define UFFD_STRAY_LOG_EVERY	1000
-/* Faults in a row on one page outside the region before it is poisoned. */
-#define UFFD_STRAY_POISON	3
-
-/* Wakes the main thread for what only it may do (uffd_main_cb). */
-static int		 uffd_efd = -1;
-static struct event	*uffd_main_ev;
 
 static int	uffd_batch(struct region *, struct ufork *, struct worker *);
+
+/* What runs a fault read here (fault.c's), set from above (region.c). */
+static void	(*uffd_fault_run)(struct worker *, struct work *);
+/* Told of a region released, to stop its background work (scrub.c's). */
+static void	(*uffd_released)(struct region *);
+
+/*
+ * The page path above this file, registered before any region (region.c):
+ * what a worker runs for a fault, and who hears of a release.
+ */
+void
+uffd_hooks(void (*run)(struct worker *, struct work *),
+    void (*released)(struct region *))
+{
+	uffd_fault_run = run;
+	uffd_released = released;
+}
 
 /* The CPU a thread last ran on (field 39 of its stat), or -1. */
 int
@@ -84,7 +88,7 @@ uffd_thread_cpu(pid_t pid, uint32_t tid)
 }
 
 /* Where the range lies in the process behind f (NULL: the client). */
-static uint64_t
+uint64_t
 uffd_base(const struct region *r, const struct ufork *f)
 {
 	if (f != NULL)
@@ -96,7 +100,7 @@ uffd_base(const struct region *r, const struct ufork *f)
  * Whose address space a uffd of r acts on, as worker.c's stuck rule keys
  * it: the child's, the client process's, or the region's alone.
  */
-static uintptr_t
+uintptr_t
 uffd_mm(const struct region *r, const struct ufork *f)
 {
 	if (f != NULL)
@@ -104,7 +108,7 @@ uffd_mm(const struct region *r, const struct ufork *f)
 	return (r->pid > 0 ? (uintptr_t)r->pid : (uintptr_t)r);
 }
 
-static int
+int
 uffd_fd(const struct region *r, const struct ufork *f)
 {
 	return (f != NULL ? f->uffd : r->uffd);
@@ -119,8 +123,30 @@ uffd_fork_put(struct ufork *f)
 	free(f);
 }
 
+/*
+ * The hash that spreads faults over workers: region id times a prime, plus
+ * the page index.  Adjacent pages of one region go to different workers,
+ * and the same page index of two regions does not land together (a prime
+ * shares no factor with the worker count).
+ */
+#define UFFD_ROUTE_PRIME	7919
+
+static uint64_t
+uffd_route_hash(const struct work *w)
+{
+	return (w->region->id * UFFD_ROUTE_PRIME +
+	    region_page_index(w->region, w->addr));
+}
+
+/* Queue again a fault that waited for a page (any thread). */
+void
+uffd_requeue(struct work *w)
+{
+	worker_submit(w, -1, w->region->node, uffd_route_hash(w));
+}
+
 /* A fault item is done with: drop what it holds. */
-static void
+void
 uffd_work_free(struct work *w)
 {
 	if (w->type == WORK_FAULT)
@@ -128,17 +154,6 @@ uffd_work_free(struct work *w)
 	if (w->fork != NULL)
 		uffd_fork_put(w->fork);
 	free(w);
-}
-
-/* Ask the main thread to look at the regions (any thread). */
-void
-uffd_kick(void)
-{
-	uint64_t	one = 1;
-
-	if (uffd_efd >= 0 && write(uffd_efd, &one, sizeof(one)) == -1 &&
-	    errno != EAGAIN)
-		log_warn("uffd: wake the main thread");
 }
 
 /*
@@ -151,7 +166,7 @@ uffd_region_release(struct region *r, int warn, const char *why)
 {
 	/*
 	 * gone is published last: from then on the main thread may free r
-	 * (uffd_main_region), so nothing of r is touched after it.  Two
+	 * (region_tend), so nothing of r is touched after it.  Two
 	 * threads releasing at once may both log; scrub_remove is idempotent.
 	 */
 	if (atomic_load(&r->gone))
@@ -162,10 +177,11 @@ uffd_region_release(struct region *r, int warn, const char *why)
 	else
 		log_info("region %llu: %s: releasing it",
 		    (unsigned long long)r->id, why);
-	scrub_remove(r);
+	if (uffd_released != NULL)
+		uffd_released(r);
 	if (atomic_exchange(&r->gone, 1))
 		return;
-	uffd_kick();
+	hpzd_kick();
 }
 
 void
@@ -202,7 +218,7 @@ uffd_unmapped(struct region *r, struct ufork *f, uint64_t start,
 	}
 	if (start <= base && end - base >= r->len) {
 		atomic_store(&f->dead, 1);
-		uffd_kick();
+		hpzd_kick();
 	}
 }
 
@@ -295,7 +311,7 @@ uffd_forked(struct region *r, struct ufork *parent, int ufd)
 	TAILQ_INSERT_TAIL(&r->forks, f, entry);
 	log_info("region %llu: client forked; serving the child too",
 	    (unsigned long long)r->id);
-	uffd_kick();
+	hpzd_kick();
 }
 
 /*
@@ -377,6 +393,8 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 			continue;
 		}
 		w->type = WORK_FAULT;
+		w->run = uffd_fault_run;
+		w->requeue = uffd_requeue;
 		atomic_fetch_add(&stats.faults_inflight, 1);
 		w->region = r;
 		w->addr = msgs[i].arg.pagefault.address;
@@ -407,7 +425,7 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 			idx = (w->addr - base) / r->page_size;
 			node = region_page_node(r, idx);
 		}
-		worker_submit(w, cpu, node);
+		worker_submit(w, cpu, node, uffd_route_hash(w));
 	}
 	return ((int)count);
 }
@@ -437,11 +455,34 @@ uffd_read(struct region *r, struct worker *self)
 			log_warn("region %llu: read uffd, no longer serving it",
 			    (unsigned long long)r->id);
 			event_del(r->ev);
-			worker_poll_remove(r);
+			uffd_poll_stop(r);
 		}
 		return (0);
 	}
 	return (n);
+}
+
+static int
+uffd_poll(void *arg, struct worker *self)
+{
+	return (uffd_read(arg, self));
+}
+
+/* Idle workers read r's uffd too (main thread). */
+void
+uffd_poll_start(struct region *r)
+{
+	r->polled = worker_poll_add(uffd_poll, r, r->node);
+}
+
+/* After this returns no worker reads r's uffd (main thread). */
+void
+uffd_poll_stop(struct region *r)
+{
+	if (!r->polled)
+		return;
+	worker_poll_remove(r);
+	r->polled = 0;
 }
 
 /* The uffd is readable (main thread). */
@@ -482,7 +523,7 @@ uffd_pump(struct region *r, struct ufork *f, struct worker *self)
  * A part mapped before the kernel stopped is skipped (the kernel woke it).
  * 0, or a negative errno with *done pages mapped before the one refused.
  */
-static int
+int
 uffd_map(struct worker *self, struct region *r, struct ufork *f,
     uint64_t addr, uint64_t len, int tries, uint64_t *done)
 {
@@ -529,18 +570,6 @@ uffd_map(struct worker *self, struct region *r, struct ufork *f,
 	return (-error);
 }
 
-static int
-uffd_wake_fd(int fd, uint64_t addr, uint64_t len)
-{
-	struct uffdio_range	range;
-
-	range.start = addr;
-	range.len = len;
-	if (ioctl(fd, UFFDIO_WAKE, &range) == -1)
-		return (-errno);
-	return (0);
-}
-
 /*
  * Map a ready page ahead of the client (background): one more try after
  * the pending events are read, never a wait; EEXIST is returned.
@@ -560,7 +589,7 @@ uffd_premap(struct region *r, uint64_t addr, uint64_t len, uint64_t *done)
 int
 uffd_wake(struct region *r, uint64_t addr, uint64_t len)
 {
-	return (uffd_wake_fd(r->uffd, addr, len));
+	return (uffdio_wake(r->uffd, addr, len));
 }
 
 /* The child behind f exited: let it go (main thread). */
@@ -570,7 +599,7 @@ uffd_fork_exit_cb(int fd, short events, void *arg)
 	struct ufork	*f = arg;
 
 	atomic_store(&f->dead, 1);
-	uffd_kick();
+	hpzd_kick();
 }
 
 /* A child's uffd is readable (main thread). */
@@ -588,13 +617,13 @@ uffd_fork_read_cb(int fd, short events, void *arg)
 		log_warn("region %llu: read child's uffd",
 		    (unsigned long long)r->id);
 		atomic_store(&f->dead, 1);
-		uffd_kick();
+		hpzd_kick();
 	}
 }
 
-/* Let go of a child's uffd (main thread; f is off the list). */
+/* Stop watching a child: its events and its exit (main thread). */
 static void
-uffd_fork_release(struct ufork *f)
+uffd_fork_unwatch(struct ufork *f)
 {
 	if (f->ev != NULL)
 		event_free(f->ev);
@@ -604,6 +633,13 @@ uffd_fork_release(struct ufork *f)
 		close(f->pidfd);
 	f->ev = f->pidev = NULL;
 	f->pidfd = -1;
+}
+
+/* Let go of a child's uffd (main thread; f is off the list). */
+static void
+uffd_fork_release(struct ufork *f)
+{
+	uffd_fork_unwatch(f);
 	uffd_fork_put(f);
 }
 
@@ -617,16 +653,8 @@ uffd_forks_unwatch(struct region *r)
 	struct ufork	*f;
 
 	pthread_mutex_lock(&r->evlock);
-	TAILQ_FOREACH(f, &r->forks, entry) {
-		if (f->ev != NULL)
-			event_free(f->ev);
-		if (f->pidev != NULL)
-			event_free(f->pidev);
-		if (f->pidfd >= 0)
-			close(f->pidfd);
-		f->ev = f->pidev = NULL;
-		f->pidfd = -1;
-	}
+	TAILQ_FOREACH(f, &r->forks, entry)
+		uffd_fork_unwatch(f);
 	pthread_mutex_unlock(&r->evlock);
 }
 
@@ -669,15 +697,14 @@ uffd_fork_unwatched(struct region *r, struct ufork *f)
 }
 
 /*
- * What the events asked of the main thread for r: watch new children's
- * uffds and their exit, let dead children go, release a region gone.
+ * The main thread's part of a region's children (region_tend): watch the
+ * uffds of new ones and the exit of each, let the dead ones go.
  */
-static void
-uffd_main_region(struct region *r)
+void
+uffd_tend(struct region *r)
 {
 	struct uforks	 dead = TAILQ_HEAD_INITIALIZER(dead);
 	struct ufork	*f, *next;
-	struct client	*c;
 	uint32_t	 tid;
 	int		 pidfd;
 
@@ -716,14 +743,6 @@ uffd_main_region(struct region *r)
 		}
 	}
 	pthread_mutex_unlock(&r->evlock);
-	/* Resets whose reply waited for pages our threads held. */
-	if (!TAILQ_EMPTY(&r->resets))
-		region_reset_work(r);
-	/* A step aside decided by a worker: its punches, on the context. */
-	intercept_aside_start(r);
-	/* Garbage gone: its faults go to the kernel from now on. */
-	if (!atomic_load(&r->gone))
-		intercept_check(r);
 	while ((f = TAILQ_FIRST(&dead)) != NULL) {
 		TAILQ_REMOVE(&dead, f, entry);
 		log_info("region %llu: a child is gone",
@@ -732,47 +751,12 @@ uffd_main_region(struct region *r)
 			f->pidfd = -1;
 		uffd_fork_release(f);
 	}
-	if (atomic_load(&r->gone)) {
-		c = r->client;
-		region_destroy(r);
-		control_orphan_check(c);
-	}
-}
-
-/* Events asked something of the main thread. */
-static void
-uffd_main_cb(int fd, short events, void *arg)
-{
-	struct region	*r, *next;
-	uint64_t	 v;
-
-	if (read(uffd_efd, &v, sizeof(v)) == -1 && errno != EAGAIN)
-		log_warn("uffd: read eventfd");
-	for (r = TAILQ_FIRST(&region_all); r != NULL; r = next) {
-		next = TAILQ_NEXT(r, all);
-		uffd_main_region(r);
-	}
-}
-
-/* Set up the main thread's side of event handling (once, main thread). */
-void
-uffd_init(void)
-{
-	if (uffd_main_ev != NULL)
-		return;
-	if ((uffd_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
-		fatal("eventfd");
-	uffd_main_ev = event_new(hpzd_base, uffd_efd, EV_READ | EV_PERSIST,
-	    uffd_main_cb, NULL);
-	if (uffd_main_ev == NULL || event_add(uffd_main_ev, NULL) == -1)
-		fatalx("cannot watch the uffd events");
 }
 
 /* A new region's event-handling fields. */
 void
 uffd_region_init(struct region *r)
 {
-	uffd_init();
 	pthread_mutex_init(&r->evlock, NULL);
 	TAILQ_INIT(&r->forks);
 }
@@ -809,111 +793,6 @@ uffd_unregister(struct region *r)
 	return (error);
 }
 
-
-/* Allocate the file pages [idx, idx+n); the kernel zeroes them. */
-static int
-uffd_populate(struct region *r, uint64_t idx, uint64_t n)
-{
-	int	error;
-
-	if ((error = region_populate(r, idx, n)) != 0)
-		return (error);
-	atomic_fetch_add(&stats.pages_populated, n);
-	atomic_fetch_add(&r->populated, n);
-	return (0);
-}
-
-/* Tell a thread we cannot back its page: it gets SIGBUS, like the kernel. */
-static void
-uffd_poison(struct region *r, struct ufork *f, uint64_t addr)
-{
-	struct uffdio_poison	up;
-
-	memset(&up, 0, sizeof(up));
-	up.range.start = addr;
-	up.range.len = r->page_size;
-	worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid);
-	if (ioctl(uffd_fd(r, f), UFFDIO_POISON, &up) == -1 && errno != EEXIST) {
-		worker_ioctl_leave();
-		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
-	} else
-		worker_ioctl_leave();
-}
-
-/*
- * A fault we could not serve.  The mm gone: nobody waits.  The range gone
- * (unmapped or moved: ENOENT) or the mm never settling (EAGAIN): wake the
- * thread, which faults again or meets the kernel's verdict; never a lost
- * fault.  Anything else: poison.
- */
-static void
-uffd_failed(struct region *r, struct ufork *f, uint64_t idx, uint64_t addr,
-    int error)
-{
-	struct stat	st;
-
-	if (error == -ESRCH)
-		return;
-	/*
-	 * Missing from the file again after we put it back: the client
-	 * punched it twice while we mapped (its right: a balloon does).  A
-	 * page inside the file is one the thread may use: wake it, it faults
-	 * again.  Past the end of the file it is the kernel's SIGBUS.  The
-	 * file is hugetlbfs or shmem (checked at register): fstat of it
-	 * cannot block.
-	 */
-	if (error == -EFAULT && fstat(r->fd, &st) == 0 &&
-	    r->offset + (idx + 1) * r->page_size <= (uint64_t)st.st_size) {
-		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
-		return;
-	}
-	/*
-	 * A fault read before the range was left to the kernel: the kernel
-	 * serves it now (and says SIGBUS itself if it must).
-	 */
-	if (error == -ENOENT || error == -EAGAIN ||
-	    (f == NULL && !atomic_load(&r->intercepting))) {
-		uffd_wake_fd(uffd_fd(r, f), addr, r->page_size);
-		return;
-	}
-	log_warnx("region %llu: cannot serve fault at 0x%llx: %s",
-	    (unsigned long long)r->id, (unsigned long long)addr,
-	    strerror(-error));
-	uffd_poison(r, f, addr);
-}
-
-/*
- * A fault outside the region: one queued before a move, or on a range that
- * grew or moved in part.  Wake it: it faults again, and most likely lands
- * inside once the event is read.  The same page again and again is a range
- * no region covers (it would fault forever): poison it, unless the region
- * is about to be released, which unregisters such pieces.
- */
-static void
-uffd_stray(struct region *r, struct ufork *f, uint64_t addr)
-{
-	uint64_t	page = addr & ~(r->page_size - 1), last;
-	int		n;
-
-	if (atomic_fetch_add(&stats.faults_stray, 1) % UFFD_STRAY_LOG_EVERY ==
-	    0)
-		log_warnx("region %llu: fault at 0x%llx outside the region",
-		    (unsigned long long)r->id, (unsigned long long)addr);
-	last = atomic_exchange(&r->stray_page, page);
-	if (last == page)
-		n = atomic_fetch_add(&r->stray_n, 1) + 1;
-	else {
-		atomic_store(&r->stray_n, 1);
-		n = 1;
-	}
-	if (n >= UFFD_STRAY_POISON && !atomic_load(&r->gone)) {
-		atomic_store(&r->stray_n, 0);
-		uffd_poison(r, f, page);
-		return;
-	}
-	uffd_wake_fd(uffd_fd(r, f), page, r->page_size);
-}
-
 /*
  * The page state said BUSY where no thread of ours holds the page: the
  * client wrote it (only a server may set BUSY, and a dead server's bits
@@ -936,441 +815,4 @@ uffd_tampered(struct region *r, int n)
 	    "wrote it; ignored, pages served as their state says",
 	    (unsigned long long)r->id, (int)r->pid,
 	    (unsigned long long)atomic_load(&r->rt.tampered));
-}
-
-/* A worker asked to help with a job. */
-void
-uffd_assist(struct work *item)
-{
-	clear_job_run(item->job);
-	clear_job_put(item->job);
-	free(item);
-}
-
-/* What a queued fault must look like to join a coalesced batch. */
-struct uffd_match {
-	struct region	*region;
-	struct ufork	*fork;
-	uint64_t	 base;
-	enum fault_kind	 kind;
-	uint64_t	 lo;		/* page index range it may fall in */
-	uint64_t	 hi;
-};
-
-static int
-uffd_match(struct work *w, void *arg)
-{
-	struct uffd_match	*m = arg;
-	uint64_t		 idx;
-
-	if (w->type != WORK_FAULT || w->region != m->region ||
-	    w->fork != m->fork || w->kind != m->kind || w->addr < m->base ||
-	    w->addr - m->base >= m->region->len)
-		return (0);
-	idx = (w->addr - m->base) / m->region->page_size;
-	return (idx >= m->lo && idx <= m->hi);
-}
-
-/* Account one resolved fault. */
-static void
-uffd_done(struct region *r, struct work *w, int shared)
-{
-	uint64_t	ns, max;
-
-	atomic_fetch_add(&stats.faults, 1);
-	atomic_fetch_add(w->kind == FAULT_MINOR ? &stats.faults_minor :
-	    &stats.faults_missing, 1);
-	if (shared)
-		atomic_fetch_add(&stats.faults_shared, 1);
-	atomic_fetch_add(&r->faults, 1);
-	ns = stats_now_ns() - w->t_read;
-	stats_fault_latency(ns);
-	atomic_fetch_add(&r->fault_ns_total, ns);
-	max = atomic_load(&r->fault_ns_max);
-	while (ns > max && !atomic_compare_exchange_weak(&r->fault_ns_max,
-	    &max, ns))
-		;
-}
-
-/* A fault item finished with, whatever became of it. */
-static void
-uffd_work_end(struct work *w)
-{
-	struct region	*r = w->region;
-
-	uffd_work_free(w);
-	region_work_done(r);
-}
-
-/* A parked or deferred fault of a region being destroyed: let it go. */
-void
-uffd_work_cancel(struct work *w)
-{
-	uffd_work_end(w);
-}
-
-/*
- * One batch of faults: adjacent pages of one region (or child) needing the
- * same action, resolved as one transaction (resolve.c).  This is what the
- * operations below get as their argument.
- */
-struct uffd_batch {
-	struct worker		*self;
-	struct region		*r;
-	struct ufork		*f;
-	uint64_t		 base;		/* the range's address, once */
-	struct work		*item[RESOLVE_BATCH_MAX];
-	uint64_t		 iidx[RESOLVE_BATCH_MAX];
-	size_t			 nitems;
-	struct work		*cand[UFFD_COALESCE_MAX];
-	uint64_t		 cidx[UFFD_COALESCE_MAX];
-	size_t			 nc;
-	int			 awake_only;	/* split: spinning helpers only */
-	struct resolve		 rs;
-};
-
-static int
-uffd_op_populate(struct resolve *rs, uint64_t idx, uint64_t n)
-{
-	struct uffd_batch	*b = rs->arg;
-
-	return (uffd_populate(b->r, idx, n));
-}
-
-/* Offer a clear job to idle workers (clear_split's helpers). */
-static int
-uffd_offer(struct clear_job *job, void *arg)
-{
-	struct uffd_batch	*b = arg;
-
-	return (worker_assist(job, b->r, b->rs.hold.lo, b->self,
-	    b->awake_only));
-}
-
-/*
- * Clear the batch through our mapping (clear.c): a page bigger than an
- * extent (1 GiB) in extents with every idle worker of its node; one page
- * cut in as many pieces as there are workers already spinning; else the
- * whole batch in one pass, every faulting neighbourhood last.
- */
-static int
-uffd_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
-{
-	struct uffd_batch	*b = rs->arg;
-	struct region		*r = b->r;
-	struct clear_cost	 cost = { 0, 0, 0, 0 };
-	uint64_t		 ext = worker_extent_max(&worker_config);
-	char			*base = (char *)r->map + lo * r->page_size;
-	int			 error, helpers, helped = 0;
-
-	if (r->page_size > ext) {
-		b->awake_only = 0;
-		error = clear_split(base, r->page_size, rs->off[0],
-		    worker_config.hot_size, ext, uffd_offer, b, &helped,
-		    &cost);
-	} else if (n == 1 && worker_config.split &&
-	    r->page_size >= 2 * PLAN_EXTENT_MIN &&
-	    (helpers = worker_spinning(b->self)) > 0) {
-		b->awake_only = 1;
-		error = clear_split(base, r->page_size, rs->off[0],
-		    worker_config.hot_size, clear_piece(r->page_size,
-		    helpers + 1), uffd_offer, b, &helped, &cost);
-	} else
-		error = clear_pages(base, r->page_size, n, rs->off,
-		    worker_config.hot_size, &cost);
-	atomic_fetch_add(&stats.bulk_bytes, cost.bulk_bytes);
-	atomic_fetch_add(&stats.bulk_ns, cost.bulk_ns);
-	atomic_fetch_add(&stats.hot_bytes, cost.hot_bytes);
-	atomic_fetch_add(&stats.hot_ns, cost.hot_ns);
-	if (helped > 0)
-		atomic_fetch_add(&stats.jobs_split, 1);
-	if (error != 0)
-		return (error);
-	atomic_fetch_add(&stats.pages_cleared, n);
-	atomic_fetch_add(&stats.bytes_cleared, n * r->page_size);
-	atomic_fetch_add(&r->cleared, n);
-	return (0);
-}
-
-static int
-uffd_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
-{
-	struct uffd_batch	*b = rs->arg;
-	struct region		*r = b->r;
-
-	return (uffd_map(b->self, r, b->f, b->base + idx * r->page_size,
-	    n * r->page_size, UFFD_MAP_TRIES, done));
-}
-
-static void
-uffd_op_wake(struct resolve *rs, uint64_t idx, uint64_t n)
-{
-	struct uffd_batch	*b = rs->arg;
-	struct region		*r = b->r;
-
-	uffd_wake_fd(uffd_fd(r, b->f), b->base + idx * r->page_size,
-	    n * r->page_size);
-}
-
-static const struct resolve_ops uffd_ops = {
-	.populate = uffd_op_populate,
-	.clear = uffd_op_clear,
-	.map = uffd_op_map,
-	.wake = uffd_op_wake,
-	.want_map = NULL,
-};
-
-/*
- * The batch's first fault: claimed (0), or dealt with already (-1): one
- * outside the region is stray; one on a region being let go, or on a page
- * another thread of ours holds, is parked on the region, and no worker
- * waits for it.  The region's release unregisters the range, which wakes
- * what is parked for it; a holder queues again what it parked.
- */
-static int
-uffd_begin(struct worker *self, struct uffd_batch *b, struct work *first)
-{
-	struct region	*r = first->region;
-	uint64_t	 idx, off;
-
-	b->self = self;
-	b->r = r;
-	b->f = first->fork;
-	b->nitems = 0;
-	b->nc = 0;
-	/* One base for the whole batch: a move may come meanwhile. */
-	b->base = uffd_base(r, b->f);
-	if (first->addr < b->base || first->addr - b->base >= r->len) {
-		uffd_stray(r, b->f, first->addr);
-		uffd_work_end(first);
-		return (-1);
-	}
-	if (atomic_load(&r->gone)) {
-		resolve_park(&r->rt, &first->park);
-		return (-1);
-	}
-	idx = (first->addr - b->base) / r->page_size;
-	off = first->addr - (b->base + idx * r->page_size);
-	resolve_begin(&b->rs, &r->rt, &uffd_ops, b, first->kind, 0);
-	switch (resolve_claim(&b->rs, idx, off, &first->park)) {
-	case RESOLVE_CLAIMED:
-		break;
-	case RESOLVE_HELD:
-		return (-1);	/* parked */
-	default:
-		uffd_stray(r, b->f, first->addr);
-		uffd_work_end(first);
-		return (-1);
-	}
-	scrub_fault(r, idx, first->kind);
-	b->item[0] = first;
-	b->iidx[0] = idx;
-	b->nitems = 1;
-	return (0);
-}
-
-/* Add the queued candidate for page idx to the batch, if it may join. */
-static int
-uffd_join(struct uffd_batch *b, uint64_t idx)
-{
-	struct region	*r = b->r;
-	size_t		 k;
-
-	for (k = 0; k < b->nc && (b->cand[k] == NULL || b->cidx[k] != idx);
-	    k++)
-		;
-	if (k == b->nc || !resolve_extend(&b->rs, idx, b->cand[k]->addr -
-	    (b->base + idx * r->page_size)))
-		return (0);
-	b->item[b->nitems] = b->cand[k];
-	b->iidx[b->nitems++] = idx;
-	b->cand[k] = NULL;
-	return (1);
-}
-
-/*
- * Gather faults queued on adjacent pages that need the same action: one
- * clear pass, one UFFDIO_CONTINUE.  Outward from the fault, stopping at
- * the first page that cannot join (held, or another action).
- */
-static void
-uffd_gather(struct uffd_batch *b)
-{
-	struct region		*r = b->r;
-	struct uffd_match	 m;
-	uint64_t		 idx = b->iidx[0], maxp, plo, phi, page, ext;
-	size_t			 k;
-
-	ext = worker_extent_max(&worker_config);
-	maxp = ext / r->page_size;
-	if (maxp > UFFD_COALESCE_MAX)
-		maxp = UFFD_COALESCE_MAX;
-	if (maxp <= 1 || r->page_size > ext)
-		return;
-	m.region = r;
-	m.fork = b->f;
-	m.base = b->base;
-	m.kind = b->item[0]->kind;
-	m.lo = idx >= maxp - 1 ? idx - (maxp - 1) : 0;
-	m.hi = idx + (maxp - 1) < r->npages ? idx + (maxp - 1) :
-	    r->npages - 1;
-	b->nc = worker_take(b->self, uffd_match, &m, b->cand,
-	    UFFD_COALESCE_MAX);
-	if (b->nc == 0)
-		return;
-	for (k = 0; k < b->nc; k++)
-		b->cidx[k] = (b->cand[k]->addr - b->base) / r->page_size;
-	plan_coalesce(b->cidx, b->nc, idx, maxp, &plo, &phi);
-	for (page = idx + 1; page <= phi; page++)
-		if (!uffd_join(b, page))
-			break;
-	for (page = idx; page > plo; page--)
-		if (!uffd_join(b, page - 1))
-			break;
-}
-
-/*
- * The mm was changing (EAGAIN): try the fault again a little later, on
- * whichever worker is free then, holding nothing meanwhile.  A region
- * being let go, or a fault waiting too long, is woken instead: it faults
- * again, to us or (once the range is unregistered) to the kernel.
- */
-static void
-uffd_defer(struct uffd_batch *b, struct work *w, uint64_t idx)
-{
-	struct region	*r = b->r;
-
-	if (atomic_load(&r->dying) || stats_now_ns() - w->t_read >
-	    UFFD_SETTLE_MS * 1000000ULL) {
-		uffd_wake_fd(uffd_fd(r, b->f), b->base + idx * r->page_size,
-		    r->page_size);
-		uffd_work_end(w);
-		return;
-	}
-	w->backoff = w->backoff == 0 ? UFFD_RETRY_MIN_NS :
-	    w->backoff * 2 > UFFD_RETRY_MAX_NS ? UFFD_RETRY_MAX_NS :
-	    w->backoff * 2;
-	worker_defer(w, w->backoff);
-}
-
-/*
- * What the transaction did, fault by fault.  r stays ours only while the
- * batch holds one of its faults that the main thread cannot take: each
- * counts in r->inflight, which region_destroy drains first, and a fault
- * parked or deferred is one it takes (and lets go).  So every touch of r
- * below comes before the fault it is made for is let go, parked or
- * deferred; a fault lost (its file refused the clear) is parked only once
- * the region is released, for the release touches r.
- */
-static void
-uffd_finish(struct uffd_batch *b)
-{
-	struct resolve		*rs = &b->rs;
-	struct region		*r = b->r;
-	struct resolve_waiter	*pw;
-	struct work		*w;
-	uint64_t		 idx;
-	size_t			 i, k;
-	int			 lost = 0, took;
-
-	if (rs->tampered)
-		uffd_tampered(r, rs->tampered);
-	if (b->nitems > 1)
-		atomic_fetch_add(&stats.faults_coalesced, b->nitems - 1);
-	for (i = 0; i < b->nitems; i++) {
-		w = b->item[i];
-		idx = b->iidx[i];
-		k = idx - rs->hold.lo;
-		switch (rs->result[k]) {
-		case RESOLVE_DONE:
-			uffd_done(r, w, 0);
-			/* What a garbage fault through us costs now. */
-			if (rs->action == ACTION_CLEAR && i == 0)
-				cost_observe(r, stats_now_ns() - w->t_read);
-			uffd_work_end(w);
-			break;
-		case RESOLVE_RETRY:
-			uffd_defer(b, w, idx);
-			break;
-		case RESOLVE_LOST:
-			lost = 1;	/* parked below */
-			break;
-		case RESOLVE_FAILED:
-			uffd_failed(r, b->f, idx, b->base + idx *
-			    r->page_size, rs->error);
-			uffd_work_end(w);
-			break;
-		case RESOLVE_READY:
-		case RESOLVE_SKIPPED:
-			/* Nothing mapped: let it fault again. */
-			uffd_wake_fd(uffd_fd(r, b->f), b->base + idx *
-			    r->page_size, r->page_size);
-			uffd_work_end(w);
-			break;
-		}
-	}
-	/* Parked after the release: its unregister wakes them. */
-	if (lost) {
-		uffd_region_refused(r, "its file refused a fault's clear "
-		    "(truncated or punched under us)");
-		for (i = 0; i < b->nitems; i++)
-			if (rs->result[b->iidx[i] - rs->hold.lo] ==
-			    RESOLVE_LOST)
-				resolve_park(&r->rt, &b->item[i]->park);
-	}
-	/* Candidates left over: duplicates of a page just mapped, or later. */
-	for (k = 0; k < b->nc; k++) {
-		if ((w = b->cand[k]) == NULL)
-			continue;
-		idx = b->cidx[k];
-		took = resolve_holds_page(rs, idx) &&
-		    rs->result[idx - rs->hold.lo] == RESOLVE_DONE;
-		if (took) {
-			uffd_done(r, w, 1);
-			uffd_work_end(w);
-		} else
-			worker_push(b->self, w);
-	}
-	/* Faults that waited for our pages: ours to take next. */
-	while ((pw = TAILQ_FIRST(&rs->woken)) != NULL) {
-		TAILQ_REMOVE(&rs->woken, pw, entry);
-		w = (struct work *)(void *)((char *)pw -
-		    offsetof(struct work, park));
-		worker_push(b->self, w);
-	}
-	/* The last garbage gone: the loop may leave the faults to the kernel. */
-	if (rs->resets_done || rs->garbage_gone)
-		uffd_kick();
-}
-
-/*
- * A garbage fault on a region that cannot keep up: step aside
- * (intercept.c decides; its punches are made on the client's context).
- * The fault in hand goes on as it was (its page is claimed, and clearing
- * it costs less than allocating it again).
- */
-static void
-uffd_aside(struct uffd_batch *b)
-{
-	if (b->rs.action != ACTION_CLEAR || b->f != NULL)
-		return;
-	intercept_fault(b->r);
-}
-
-/*
- * Resolve a fault (in a worker), with any queued faults on adjacent pages
- * that need the same action: claim, gather, one transaction (resolve.c),
- * then account, defer or fail each fault.
- */
-void
-uffd_handle(struct worker *self, struct work *first)
-{
-	struct uffd_batch	b;
-
-	if (uffd_begin(self, &b, first) != 0)
-		return;
-	uffd_aside(&b);
-	uffd_gather(&b);
-	resolve_run(&b.rs);
-	uffd_finish(&b);
 }

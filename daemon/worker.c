@@ -18,10 +18,19 @@
 
 #include <numa.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+
+#include "clear.h"
+#include "conf.h"
+#include "globals.h"
+#include "log.h"
+#include "plan.h"
+#include "stats.h"
+#include "topo.h"
+#include "worker.h"
 
 #define WORKER_SPIN_MIN_NS	2000ULL
-#define WORKER_POLL_MAX		256	/* regions an idle worker polls */
+#define WORKER_POLL_MAX		256	/* sources an idle worker polls */
 
 /*
  * A thread that makes userfaultfd ioctls into a client's address space
@@ -110,7 +119,13 @@ static atomic_uint_fast64_t worker_defer_next = UINT64_MAX;
 
 /* Regions idle workers poll: main thread writes, workers read. */
 static pthread_rwlock_t	 worker_poll_lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct region	*worker_poll[WORKER_POLL_MAX];
+/* What an idle worker reads work from: a region's uffd (uffd.c). */
+struct worker_source {
+	int		(*read)(void *, struct worker *);
+	void		*arg;
+	int		 node;		/* the worker's node reads it, or -1 */
+};
+static struct worker_source	 worker_poll[WORKER_POLL_MAX];
 static atomic_int	 worker_npoll;
 
 int
@@ -424,8 +439,8 @@ worker_take_over(struct worker *w)
 		atomic_fetch_add(&stats.work_taken_over, n);
 		for (k = 0; k < n; k++) {
 			j = worker_unstuck(w->id);
-			if (item[k]->type == WORK_FAULT)
-				worker_requeue(item[k]);
+			if (item[k]->requeue != NULL)
+				item[k]->requeue(item[k]);
 			else
 				worker_push(&workers[j], item[k]);
 		}
@@ -537,27 +552,20 @@ worker_push_polled(struct worker *self, struct work *item)
 }
 
 /*
- * The hash that spreads faults over workers: region id times a prime, plus
- * the page index.  Adjacent pages of one region go to different workers,
- * and the same page index of two regions does not land together (a prime
- * shares no factor with the worker count).
+ * Route a fault read on the main thread to its worker: its address
+ * space's home if it has one, else by the CPU it was read on, the node
+ * of its page and hash, which spreads faults over the workers.
  */
-#define WORKER_ROUTE_PRIME	7919
-
-/* Route a fault read on the main thread to its worker. */
 void
-worker_submit(struct work *item, int fault_cpu, int page_node)
+worker_submit(struct work *item, int fault_cpu, int page_node, uint64_t hash)
 {
 	struct worker	*h;
-	uint64_t	 hash;
 	int		 i;
 
 	if ((h = worker_home(item->mm)) != NULL) {
 		worker_push(h, item);
 		return;
 	}
-	hash = item->region->id * WORKER_ROUTE_PRIME +
-	    region_page_index(item->region, item->addr);
 	if (worker_config.route == ROUTE_HASH)
 		fault_cpu = -1;
 	i = worker_route(&topo, worker_cpus, nworkers, fault_cpu, page_node,
@@ -566,18 +574,19 @@ worker_submit(struct work *item, int fault_cpu, int page_node)
 }
 
 /*
- * Offer a job's extents to idle workers of the page's node; each holds a
- * reference to the job.  Returns how many were asked.
+ * Offer a job's extents to idle workers of node (-1: any); each holds a
+ * reference to the job, and runs run with it.  Returns how many were
+ * asked.
  */
 int
-worker_assist(struct clear_job *job, struct region *r, uint64_t idx,
-    struct worker *self, int awake_only)
+worker_assist(struct clear_job *job, struct region *r, int node,
+    struct worker *self, int awake_only,
+    void (*run)(struct worker *, struct work *))
 {
 	struct work	*item;
 	uint64_t	 now = stats_now_ns();
-	int		 i, n, asked = 0, node;
+	int		 i, n, asked = 0;
 
-	node = region_page_node(r, idx);
 	n = atomic_load(&worker_nlive);
 	for (i = 0; i < n; i++) {
 		if (&workers[i] == self || !atomic_load(&workers[i].idle) ||
@@ -590,6 +599,7 @@ worker_assist(struct clear_job *job, struct region *r, uint64_t idx,
 		if ((item = calloc(1, sizeof(*item))) == NULL)
 			break;
 		item->type = WORK_ASSIST;
+		item->run = run;
 		item->job = job;
 		item->region = r;
 		clear_job_get(job);
@@ -666,13 +676,6 @@ worker_cancel(struct region *r, struct workq *out)
 	pthread_mutex_unlock(&worker_defer_lock);
 }
 
-/* Queue again a fault that waited for a page (any thread). */
-void
-worker_requeue(struct work *item)
-{
-	worker_submit(item, -1, item->region->node);
-}
-
 /* Workers not asleep right now: at work or spinning (cost.c). */
 int
 worker_awake(void)
@@ -698,45 +701,49 @@ worker_spinning(const struct worker *self)
 	return (n);
 }
 
-void
-worker_poll_add(struct region *r)
+/*
+ * Idle workers of node (-1: any) call read(arg, worker) for work from now
+ * on: 1, or 0 when the list is full (then none does).
+ */
+int
+worker_poll_add(int (*read)(void *, struct worker *), void *arg, int node)
 {
-	int	n;
+	int	n, added = 0;
 
 	pthread_rwlock_wrlock(&worker_poll_lock);
 	n = atomic_load(&worker_npoll);
 	if (n < WORKER_POLL_MAX) {
-		worker_poll[n] = r;
+		worker_poll[n].read = read;
+		worker_poll[n].arg = arg;
+		worker_poll[n].node = node;
 		atomic_store(&worker_npoll, n + 1);
-		r->polled = 1;
+		added = 1;
 	}
 	pthread_rwlock_unlock(&worker_poll_lock);
+	return (added);
 }
 
-/* After this returns no worker reads r's uffd. */
+/* After this returns no worker reads from arg. */
 void
-worker_poll_remove(struct region *r)
+worker_poll_remove(void *arg)
 {
 	int	i, n;
 
-	if (!r->polled)
-		return;
 	pthread_rwlock_wrlock(&worker_poll_lock);
 	n = atomic_load(&worker_npoll);
 	for (i = 0; i < n; i++) {
-		if (worker_poll[i] == r) {
+		if (worker_poll[i].arg == arg) {
 			worker_poll[i] = worker_poll[n - 1];
 			atomic_store(&worker_npoll, n - 1);
 			break;
 		}
 	}
-	r->polled = 0;
 	pthread_rwlock_unlock(&worker_poll_lock);
 }
 
 /*
- * While idle: read whatever faults wait in the regions' uffds.  Not those
- * of a region on another node: a fault read here is served here, and the
+ * While idle: read whatever faults wait in the sources (the regions'
+ * uffds).  Not those of a region on another node: a fault read here is served here, and the
  * page would come from our node (that node's workers, or the reader, take
  * them).
  */
@@ -751,9 +758,9 @@ worker_poll_uffds(struct worker *w)
 		return (0);
 	n = atomic_load(&worker_npoll);
 	for (i = 0; i < n; i++)
-		if (worker_poll[i]->node < 0 || w->cpu < 0 ||
-		    worker_poll[i]->node == w->node)
-			got += uffd_read(worker_poll[i], w);
+		if (worker_poll[i].node < 0 || w->cpu < 0 ||
+		    worker_poll[i].node == w->node)
+			got += worker_poll[i].read(worker_poll[i].arg, w);
 	pthread_rwlock_unlock(&worker_poll_lock);
 	return (got);
 }
@@ -825,10 +832,7 @@ worker_main(void *arg)
 	for (;;) {
 		if ((item = worker_pop(w)) != NULL) {
 			atomic_store(&w->idle, 0);
-			if (item->type == WORK_ASSIST)
-				uffd_assist(item);
-			else
-				uffd_handle(w, item);
+			item->run(w, item);
 			continue;
 		}
 		if ((due = worker_take_due(w)) == 0 ||

@@ -28,13 +28,13 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <linux/falloc.h>
 #include <linux/userfaultfd.h>
 
 #include "libhpz.h"
 #include "hpz-state.h"
 #include "resolve.h"
+#include "uffdio.h"
 #include "uffd-compat.h"
 
 #define LIB_FALLBACK_MS_DEFAULT	2000
@@ -252,31 +252,6 @@ lib_serve_stop(struct lib_region *lr)
 }
 
 /*
- * Register a region's range on its uffd (again): for its faults, or, with
- * faults 0, for write-protection alone, which traps no fault (nothing is
- * write-protected) but keeps its events coming: the daemon's way to leave
- * a range without garbage to the kernel (daemon/intercept.c).
- */
-static int
-lib_uffd_register(struct lib_region *lr, uint64_t *ioctls, int faults)
-{
-	struct uffdio_register	ureg;
-
-	memset(&ureg, 0, sizeof(ureg));
-	ureg.range.start = lr->addr;
-	ureg.range.len = lr->len;
-	ureg.mode = faults ? UFFDIO_REGISTER_MODE_MISSING |
-	    UFFDIO_REGISTER_MODE_MINOR : UFFDIO_REGISTER_MODE_WP;
-	if (ioctl(lr->uffd, UFFDIO_REGISTER, &ureg) == -1)
-		return (-errno);
-	if (faults && (ureg.ioctls & (1ULL << _UFFDIO_CONTINUE)) == 0)
-		return (-ENOTSUP);
-	if (ioctls != NULL)
-		*ioctls = ureg.ioctls;
-	return (0);
-}
-
-/*
  * Does the page state say garbage anywhere?  The bytes are walked where
  * the memfd holds data (holes are "keep"); when that cannot be told, yes.
  */
@@ -333,8 +308,10 @@ lib_serve_start(struct lib_region *lr)
 	 * kernel, as the daemon does; a reset of ours traps them first.
 	 */
 	lr->trapping = lib_state_garbage(lr);
-	if ((error = lib_uffd_register(lr, NULL, lr->trapping)) != 0 &&
-	    !lr->trapping && (error = lib_uffd_register(lr, NULL, 1)) == 0)
+	if ((error = uffdio_register(lr->uffd, lr->addr, lr->len,
+	    lr->trapping, NULL)) != 0 && !lr->trapping &&
+	    (error = uffdio_register(lr->uffd, lr->addr, lr->len, 1,
+	    NULL)) == 0)
 		lr->trapping = 1;
 	if (error != 0) {
 		/* The range is gone: leave no garbage in the file. */
@@ -396,13 +373,7 @@ lib_serve_read(struct lib_region *lr)
 static int
 lib_wake(struct lib_region *lr, uint64_t addr, uint64_t len)
 {
-	struct uffdio_range	range;
-
-	range.start = addr;
-	range.len = len;
-	if (ioctl(lr->uffd, UFFDIO_WAKE, &range) == -1)
-		return (-errno);
-	return (0);
+	return (uffdio_wake(lr->uffd, addr, len));
 }
 
 /* Allocate pages [idx, idx+n) in the file through our mapping. */
@@ -512,7 +483,6 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 {
 	static int		 warned;
 	struct uffdio_poison	 up;
-	struct stat		 st;
 	struct resolve_table	 t;
 	struct resolve		 rs;
 	enum fault_kind		 kind;
@@ -551,8 +521,8 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 	if (error == -ESRCH || error == -ENOENT)
 		return;
 	/* Punched again while we mapped it, inside the file: fault again. */
-	if (error == -EFAULT && fstat(lr->fd, &st) == 0 &&
-	    lr->offset + (idx + 1) * lr->page_size <= (uint64_t)st.st_size) {
+	if (error == -EFAULT && uffdio_in_file(lr->fd, lr->offset, idx,
+	    lr->page_size)) {
 		lib_wake(lr, page, lr->page_size);
 		return;
 	}
@@ -642,7 +612,8 @@ lib_reregister(struct lib_region *lr)
 	/* Where the last server saw it: a whole-region mremap moves it. */
 	lib_follow(lr);
 	/* The daemon leaves the faults to the kernel if it finds no garbage. */
-	if ((error = lib_uffd_register(lr, &ioctls, 1)) != 0)
+	if ((error = uffdio_register(lr->uffd, lr->addr, lr->len, 1,
+	    &ioctls)) != 0)
 		return (lib_fail(error, "UFFDIO_REGISTER: %s",
 		    strerror(-error)));
 	madvise((void *)lr->addr, lr->len, MADV_DONTFORK);
@@ -782,7 +753,8 @@ lib_guard_reset(struct lib_region *lr, uintptr_t addr, size_t len)
 	pthread_mutex_lock(&lib_rlock);
 	/* Faults must come to us before anything is garbage. */
 	if (!lr->trapping) {
-		if ((error = lib_uffd_register(lr, NULL, 1)) != 0) {
+		if ((error = uffdio_register(lr->uffd, lr->addr, lr->len, 1,
+		    NULL)) != 0) {
 			pthread_mutex_unlock(&lib_rlock);
 			return (lib_fail(error, "UFFDIO_REGISTER: %s: nothing "
 			    "was reset", strerror(-error)));

@@ -3,7 +3,7 @@
  *
  * Every plain 64-bit number that hpzerod sends in its status reply is one
  * line below.  From these lines come: struct stats (the daemon's atomics,
- * daemon/hpzerod.h), struct hpz_msg_status_reply (the wire, hpz-protocol.h),
+ * daemon/stats.h), struct hpz_msg_status_reply (the wire, hpz-protocol.h),
  * struct hpz_status (libhpz's API, hpz.h), the daemon's copy into the reply
  * (daemon/stats.c), libhpz's copy out of it (lib/client.c), and hpzctl's
  * table, JSON keys and Prometheus metrics (client/hpzctl.c).

@@ -1,7 +1,8 @@
 #!/bin/bash
 #
 # lint.sh - static checks of what ships beside the code: the man pages
-# (mandoc -Tlint) and the generated systemd units (systemd-analyze verify).
+# (mandoc -Tlint), the generated systemd units (systemd-analyze verify),
+# and the layers of the C sources (no file includes a higher layer's header).
 #
 # Run by `make check` with HPZ_SRCDIR (the source tree) and HPZ_BUILDDIR
 # (the build tree, holding systemd/hpzerod.service and .socket, and
@@ -194,6 +195,120 @@ lint_sysusers() {
 	fi
 }
 
+# --- layers: no file includes the header of a layer above it --------------
+
+# The daemon is a stack (DESIGN.md, "Shape of the system"): a module calls
+# only down, and is handed a callback where it must reach up.  Every file
+# of daemon/ and lib/ has its layer here; an include of a higher layer's
+# header fails.  A new daemon file must be placed in the table.  A lib/
+# file not in it is named in a note and not checked.
+lint_layer_table() {
+	cat <<'EOF_LAYERS'
+# 1 base: what every layer uses, and lib's code that the daemon shares
+daemon/log.c 1		daemon/log.h 1
+daemon/globals.c 1	daemon/globals.h 1
+daemon/bucket.c 1	daemon/bucket.h 1
+daemon/plan.c 1		daemon/plan.h 1
+daemon/topo.c 1		daemon/topo.h 1
+daemon/clear.c 1	daemon/clear.h 1
+daemon/conf.c 1		daemon/conf-file.c 1	daemon/conf.h 1
+daemon/stats.c 1	daemon/stats.h 1
+daemon/cctx.c 1		daemon/cctx.h 1
+daemon/prep-thread.c 1	daemon/prep-thread.h 1
+daemon/reap.c 1		daemon/reap.h 1
+daemon/hostmem.c 1	daemon/hostmem.h 1
+lib/hpz.h 1		lib/hpz.h.in 1		lib/hpz-counters.h 1
+lib/hpz-protocol.h 1	lib/hpz-state.h 1	lib/uffd-compat.h 1
+lib/resolve.c 1		lib/resolve.h 1		lib/state.c 1
+lib/proto.c 1		lib/size.c 1		lib/size.h 1
+lib/clock.c 1		lib/clock.h 1		lib/mappers.c 1
+lib/mappers.h 1		lib/uffdio.c 1		lib/uffdio.h 1
+# 2 engine: the fault workers, a leaf that runs work->run
+daemon/worker.c 2	daemon/worker.h 2
+# 3 page path: the region object, faults, events, scrub, intercept, cost
+daemon/region.h 3	daemon/region-page.c 3
+daemon/uffd.c 3		daemon/uffd.h 3
+daemon/fault.c 3		daemon/fault.h 3
+daemon/scrub.c 3	daemon/scrub.h 3
+daemon/intercept.c 3	daemon/intercept.h 3
+daemon/cost.c 3		daemon/cost.h 3
+# 4 regions: lifecycle and tending, validation, prep, fd store, pool
+daemon/region.c 4	daemon/region-life.h 4
+daemon/region-check.c 4	daemon/region-check.h 4
+daemon/prep.c 4		daemon/prep.h 4
+daemon/fdstore.c 4	daemon/fdstore.h 4
+daemon/pool.c 4		daemon/pool.h 4
+daemon/pool-fill.c 4	daemon/pool-fill.h 4
+# 5 control: the socket, its requests, the status replies
+daemon/control.c 5	daemon/control-pool.c 5	daemon/control.h 5
+daemon/status.c 5	daemon/status.h 5
+# 6 main
+daemon/hpzerod.c 6
+# libhpz above its shared code (no daemon file may include it)
+lib/libhpz.h 9		lib/client.c 9		lib/guard.c 9
+lib/region.c 9		lib/pool.c 9
+EOF_LAYERS
+}
+
+lint_layers() {
+	local table f dir layer inc path hl bad= unknown= notes= n=0
+
+	table=$(lint_layer_table | sed 's/#.*//' | tr -s ' \t\n' '\n' |
+	    grep -v '^$' | paste - -)
+	layer_of() {
+		printf '%s\n' "$table" | awk -v f="$1" '$1 == f { print $2 }'
+	}
+	for f in "$srcdir"/daemon/*.[ch] "$srcdir"/lib/*.[ch] \
+	    "$srcdir"/lib/hpz.h.in; do
+		[ -e "$f" ] || continue
+		dir=${f%/*}
+		dir=${dir##*/}
+		path=$dir/${f##*/}
+		layer=$(layer_of "$path")
+		if [ -z "$layer" ]; then
+			if [ "$dir" = daemon ]; then
+				unknown="$unknown $path"
+			else
+				notes="$notes $path"
+			fi
+			continue
+		fi
+		n=$((n + 1))
+		for inc in $(sed -n 's/^#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+			if [ -e "$srcdir/$dir/$inc" ]; then
+				hl=$(layer_of "$dir/$inc")
+				inc=$dir/$inc
+			elif [ -e "$srcdir/lib/$inc" ] || [ "$inc" = hpz.h ]; then
+				hl=$(layer_of "lib/$inc")
+				inc=lib/$inc
+			else
+				continue	# config.h and the like
+			fi
+			if [ -z "$hl" ]; then
+				[ "${inc%%/*}" = daemon ] &&
+				    unknown="$unknown $inc"
+				continue
+			fi
+			if [ "$hl" -gt "$layer" ]; then
+				bad="$bad
+$path (layer $layer) includes $inc (layer $hl)"
+			fi
+		done
+	done
+	if [ -n "$notes" ]; then
+		echo "note layers: not in the table, not checked:$notes"
+	fi
+	if [ -n "$unknown" ]; then
+		fail "layers: daemon files not in the table of tests/lint.sh" \
+		    "$(printf '%s\n' $unknown | sort -u)"
+	elif [ -n "$bad" ]; then
+		fail "layers: an include of a higher layer" "${bad#
+}"
+	else
+		pass "layers: $n files, no include of a higher layer"
+	fi
+}
+
 lint_man
 if stage_units; then
 	lint_substituted
@@ -201,6 +316,7 @@ if stage_units; then
 	lint_verify
 fi
 lint_sysusers
+lint_layers
 
 echo "lint: $passed passed, $failed failed"
 if [ "$failed" -ne 0 ]; then

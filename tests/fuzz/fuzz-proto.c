@@ -44,8 +44,21 @@
 
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+#include "hpz-state.h"
+
 #include "bucket.h"
+#include "clear.h"
+#include "conf.h"
+#include "control.h"
+#include "globals.h"
+#include "log.h"
+#include "region-life.h"
+#include "region.h"
+#include "scrub.h"
+#include "stats.h"
+#include "worker.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -232,7 +245,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	if ((hpzd_base = event_base_new()) == NULL)
 		fuzz_fail("event_base_new failed");
 	/* As the daemon does at start: not in the first input that registers. */
-	uffd_init();
+	region_tend_init();
 	fuzz_start_threads();
 	if ((fd = fuzz_userfaultfd()) != -1) {
 		fuzz_have_uffd = 1;

@@ -6,8 +6,6 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
-
 #include "bucket.h"
 
 /* --- background budgets (scrub.c token buckets) ---------------------------- */

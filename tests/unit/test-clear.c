@@ -19,7 +19,8 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "clear.h"
+#include "plan.h"
 #include "window.h"
 
 #define KiB		1024UL

@@ -13,7 +13,14 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-state.h"
+
+#include "clear.h"
+#include "conf.h"
+#include "plan.h"
+#include "topo.h"
+#include "worker.h"
 
 
 #define KiB		1024ULL

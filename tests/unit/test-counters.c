@@ -11,7 +11,12 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-protocol.h"
+
+#include "clear.h"
+#include "stats.h"
+#include "status.h"
 
 struct counters_at {
 	const char	*name;		/* in struct hpz_status */
@@ -190,7 +195,7 @@ Test(counters, stats_fill_copies_each)
 	atomic_store(&stats.name, v++);
 	HPZ_COUNTERS_ALL(COUNTERS_SET, STATS_NONE)
 	memset(&s, 0, sizeof(s));
-	stats_fill(&s);
+	status_fill(&s, 0);
 	v = 1000;
 #define COUNTERS_CHECK(name, kind, unit, prom, label, help)		\
 	cr_expect_eq(s.name, v, "%s is %llu, not %llu", #name,		\

@@ -21,7 +21,12 @@
 #include <criterion/criterion.h>
 #include <event2/event.h>
 
-#include "hpzerod.h"
+#include "conf.h"
+#include "globals.h"
+#include "prep.h"
+#include "reap.h"
+#include "scrub.h"
+#include "worker.h"
 
 void	*__real_calloc(size_t, size_t);
 void	*__real_malloc(size_t);

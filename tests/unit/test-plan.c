@@ -10,8 +10,9 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "plan.h"
 #include "window.h"
+#include "worker.h"
 
 #define KiB		1024ULL
 #define MiB		(1024ULL * KiB)

@@ -7,8 +7,9 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "conf.h"
 #include "pool-fill.h"
+#include "pool.h"
 
 
 #define WINDOW_NS	60000000000ULL

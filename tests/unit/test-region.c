@@ -17,11 +17,21 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <linux/magic.h>
 #include <linux/memfd.h>
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "hpz.h"
+#include "hpz-state.h"
+#include "resolve.h"
+#include "uffd-compat.h"
+
+#include "cost.h"
+#include "intercept.h"
+#include "region-check.h"
+#include "region-life.h"
+#include "region.h"
 
 
 #define MiB		(1024ULL * 1024)

@@ -7,7 +7,9 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "globals.h"
+#include "topo.h"
+#include "worker.h"
 
 /* --- worker_route ------------------------------------------------------- */
 

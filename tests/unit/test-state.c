@@ -17,7 +17,7 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "hpz-state.h"
 
 static const uint8_t	data_states[] = { PAGE_KEEP, PAGE_ZEROED, PAGE_MAPPED };
 

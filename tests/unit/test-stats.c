@@ -6,7 +6,7 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "stats.h"
 
 /* --- stats_bucket ------------------------------------------------------- */
 

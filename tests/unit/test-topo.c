@@ -13,7 +13,8 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "plan.h"
+#include "topo.h"
 
 #define KiB		1024ULL
 #define MiB		(1024ULL * KiB)

@@ -11,7 +11,7 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
+#include "plan.h"
 
 struct window_case {
 	uint64_t	 page, fault, hot;	/* plan_window's arguments */

@@ -1,0 +1,58 @@
+/*
+ * uffd.h - the fault path and the uffd's events (uffd.c).
+ */
+#ifndef HPZD_UFFD_H
+#define HPZD_UFFD_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/types.h>
+
+struct event;
+struct region;
+struct work;
+struct worker;
+
+/* A forked child's uffd for a region (UFFD_EVENT_FORK). */
+struct ufork {
+	TAILQ_ENTRY(ufork)	 entry;		/* region's forks, evlock */
+	struct region		*region;
+	int			 uffd;
+	_Atomic uint64_t	 addr;		/* the range in the child */
+	struct event		*ev;		/* main thread only */
+	struct event		*pidev;		/* the child's exit */
+	int			 pidfd;
+	atomic_uint		 tid;		/* a thread of the child */
+	atomic_int		 dead;		/* its range is gone: release */
+	atomic_int		 refs;		/* the list, queued faults */
+};
+
+void		 uffd_read_cb(int fd, short events, void *arg);
+int		 uffd_read(struct region *, struct worker *self);
+void		 uffd_requeue(struct work *);
+void		 uffd_poll_start(struct region *);
+void		 uffd_poll_stop(struct region *);
+int		 uffd_premap(struct region *, uint64_t addr, uint64_t len,
+		    uint64_t *done);
+void		 uffd_region_gone(struct region *, const char *why);
+void		 uffd_region_refused(struct region *, const char *why);
+void		 uffd_tampered(struct region *, int n);
+void		 uffd_tend(struct region *);
+void		 uffd_region_init(struct region *);
+void		 uffd_forks_release(struct region *);
+void		 uffd_forks_unwatch(struct region *);
+int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);
+int		 uffd_unregister(struct region *);
+int		 uffd_thread_cpu(pid_t pid, uint32_t tid);
+void		 uffd_hooks(void (*run)(struct worker *, struct work *),
+		    void (*released)(struct region *));
+/* For fault.c: the uffd of a region or child, and its ioctls. */
+uint64_t	 uffd_base(const struct region *, const struct ufork *);
+uintptr_t	 uffd_mm(const struct region *, const struct ufork *);
+int		 uffd_fd(const struct region *, const struct ufork *);
+int		 uffd_map(struct worker *, struct region *, struct ufork *,
+		    uint64_t addr, uint64_t len, int tries, uint64_t *done);
+void		 uffd_work_free(struct work *);
+
+#endif /* HPZD_UFFD_H */
