@@ -80,7 +80,8 @@ fault_poison(struct region *r, struct ufork *f, uint64_t addr)
 	memset(&up, 0, sizeof(up));
 	up.range.start = addr;
 	up.range.len = r->page_size;
-	worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid);
+	worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid,
+	    r->owner);
 	if (ioctl(uffd_fd(r, f), UFFDIO_POISON, &up) == -1 && errno != EEXIST) {
 		worker_ioctl_leave();
 		uffdio_wake(uffd_fd(r, f), addr, r->page_size);

@@ -224,6 +224,7 @@ region_probe(pid_t pid, const struct hpz_msg_register *m, int uffd, int fd,
 	r->dev = b.dev;
 	r->ino = b.ino;
 	r->pid = pid;
+	r->owner = UINT32_MAX;
 	r->node = topo.nnodes > 1 ? region_client_node(pid, m->addr) : -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
@@ -309,6 +310,7 @@ region_attach(struct client *c, struct region *r, char *why, size_t whylen)
 		    "cannot watch the uffd"));
 	r->client = c;
 	r->pid = c->pid;
+	r->owner = (uint32_t)c->uid;
 	if (c->ctx != NULL) {
 		cctx_hold(c->ctx);
 		r->ctx = c->ctx;
@@ -431,6 +433,7 @@ region_move(struct region *r, struct client *to)
 	from->state_bytes -= HPZ_STATE_SIZE(r->npages);
 	r->client = to;
 	r->pid = to->pid;
+	r->owner = (uint32_t)to->uid;
 	TAILQ_INSERT_TAIL(&to->regions, r, entry);
 	to->nregions++;
 	to->bytes += r->len;

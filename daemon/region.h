@@ -73,6 +73,8 @@ struct region {
 
 	int			 node;		/* client's preferred node or -1 */
 	pid_t			 pid;		/* client, for THREAD_ID lookups */
+	uint32_t		 owner;		/* its client's uid, for the workers'
+						   cap (worker.h), or UINT32_MAX */
 	int			 polled;	/* in the workers' poll list */
 
 	/* Background work (scrub.c); guarded by scrub_lock. */

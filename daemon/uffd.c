@@ -403,6 +403,7 @@ uffd_batch(struct region *r, struct ufork *f, struct worker *self)
 		w->tid = msgs[i].arg.pagefault.feat.ptid;
 		w->t_read = now;
 		w->mm = uffd_mm(r, f);
+		w->owner = r->owner;
 		if (f != NULL) {
 			atomic_fetch_add(&f->refs, 1);
 			w->fork = f;
@@ -537,7 +538,8 @@ uffd_map(struct worker *self, struct region *r, struct ufork *f,
 		uc.range.start = addr;
 		uc.range.len = len;
 		/* It may wait on the client's mm: watched (worker.c). */
-		worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid);
+		worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid,
+		    r->owner);
 		if (ioctl(uffd_fd(r, f), UFFDIO_CONTINUE, &uc) == 0) {
 			worker_ioctl_leave();
 			*done = (mapped + len) / r->page_size;

@@ -57,6 +57,8 @@ struct worker_slot {
 	atomic_int		 pid;
 	atomic_int		 stuck;		/* found so by the watchdog */
 	atomic_uintptr_t	 slow_mm;	/* home of its faults, or 0 */
+	atomic_uint		 owner;		/* uid of the client of mm */
+	atomic_uint		 slow_owner;	/* the same, of slow_mm */
 	atomic_uint_fast64_t	 slow_until;	/* avoided until (ns) */
 	int			 bg;		/* a background thread's */
 	char			 name[16];
@@ -251,11 +253,36 @@ worker_slot_avoided(struct worker_slot *s, uint64_t now)
 }
 
 /*
+ * Of n slots (their slow owners, and whether each is avoided now), the one
+ * a fault of owner goes to when that owner's clients already hold max of
+ * them (chosen by key, so that one address space keeps to one), or -1.
+ * Pure, for the unit tests.
+ */
+int
+worker_owner_home(const uint32_t *slow_owner, const int *avoided, int n,
+    uint32_t owner, uint64_t key, int max)
+{
+	int	i, held = 0, pick;
+
+	if (owner == WORKER_NO_OWNER || max <= 0)
+		return (-1);
+	for (i = 0; i < n; i++)
+		held += avoided[i] && slow_owner[i] == owner;
+	if (held < max)
+		return (-1);
+	pick = (int)(key % (uint64_t)held);
+	for (i = 0; i < n; i++)
+		if (avoided[i] && slow_owner[i] == owner && pick-- == 0)
+			return (i);
+	return (-1);
+}
+
+/*
  * The worker faults of mm go to while mm is slow (a worker of ours is, or
  * lately was, stuck in its kernel locks), or NULL.
  */
 static struct worker *
-worker_home(uintptr_t mm)
+worker_home_mm(uintptr_t mm)
 {
 	uint64_t	now;
 	int		i, n;
@@ -271,6 +298,40 @@ worker_home(uintptr_t mm)
 	return (NULL);
 }
 
+/*
+ * Where item must go, or NULL: its address space's home, else, when its
+ * client's uid holds WORKER_OWNER_SLOW_MAX workers stuck already, one of
+ * those (a uid's many processes, each holding its own lock, must not
+ * catch every worker one by one: they wait on their own).
+ */
+static struct worker *
+worker_home(const struct work *item)
+{
+	uint32_t	owners[HPZD_WORKERS_MAX * 2];
+	int		avoided[HPZD_WORKERS_MAX * 2];
+	uint64_t	now;
+	struct worker	*h;
+	int		i, n;
+
+	if ((h = worker_home_mm(item->mm)) != NULL)
+		return (h);
+	if (item->mm == 0 || item->owner == WORKER_NO_OWNER ||
+	    atomic_load(&worker_nslow) < WORKER_OWNER_SLOW_MAX)
+		return (NULL);
+	now = stats_now_ns();
+	n = atomic_load(&worker_nlive);
+	if (n > HPZD_WORKERS_MAX * 2)
+		n = HPZD_WORKERS_MAX * 2;
+	for (i = 0; i < n; i++) {
+		owners[i] = atomic_load(&workers[i].slot.slow_owner);
+		avoided[i] = atomic_load(&workers[i].slot.slow_mm) != 0 &&
+		    worker_slot_avoided(&workers[i].slot, now);
+	}
+	i = worker_owner_home(owners, avoided, n, item->owner,
+	    (uint64_t)item->mm / 64, WORKER_OWNER_SLOW_MAX);
+	return (i >= 0 ? &workers[i] : NULL);
+}
+
 /* True while a thread of ours is, or lately was, stuck on mm (premap). */
 int
 worker_mm_slow(uintptr_t mm)
@@ -280,7 +341,7 @@ worker_mm_slow(uintptr_t mm)
 
 	if (mm == 0 || atomic_load(&worker_nslow) == 0)
 		return (0);
-	if (worker_home(mm) != NULL)
+	if (worker_home_mm(mm) != NULL)
 		return (1);
 	now = stats_now_ns();
 	n = atomic_load(&worker_nbg);
@@ -318,13 +379,14 @@ worker_unstuck(int i)
  * threads with a slot (workers, worker_bg_slot) are watched.
  */
 void
-worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid)
+worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid, uint32_t owner)
 {
 	struct worker_slot	*s = worker_tls;
 
 	if (s == NULL)
 		return;
 	atomic_store(&s->mm, mm);
+	atomic_store(&s->owner, owner);
 	atomic_store(&s->region, region);
 	atomic_store(&s->pid, pid);
 	atomic_store(&s->since, stats_now_ns());
@@ -389,6 +451,7 @@ worker_watch_slot(struct worker_slot *s, uint64_t now)
 		return (0);
 	}
 	atomic_store(&s->slow_until, UINT64_MAX);
+	atomic_store(&s->slow_owner, atomic_load(&s->owner));
 	if ((was = atomic_exchange(&s->slow_mm, mm)) == 0)
 		atomic_fetch_add(&worker_nslow, 1);
 	if (!atomic_compare_exchange_strong(&s->stuck, &zero, 1))
@@ -545,7 +608,7 @@ worker_push_polled(struct worker *self, struct work *item)
 {
 	struct worker	*h;
 
-	if ((h = worker_home(item->mm)) != NULL && h != self)
+	if ((h = worker_home(item)) != NULL && h != self)
 		worker_push(h, item);
 	else
 		worker_push(self, item);
@@ -562,7 +625,7 @@ worker_submit(struct work *item, int fault_cpu, int page_node, uint64_t hash)
 	struct worker	*h;
 	int		 i;
 
-	if ((h = worker_home(item->mm)) != NULL) {
+	if ((h = worker_home(item)) != NULL) {
 		worker_push(h, item);
 		return;
 	}

@@ -48,6 +48,7 @@ struct work {
 	uint64_t		 due;		/* deferred: ns when it runs again */
 	uint64_t		 backoff;	/* deferred: ns it waited last */
 	uintptr_t		 mm;		/* whose address space, or 0 */
+	uint32_t		 owner;		/* its client's uid, WORKER_NO_OWNER */
 };
 TAILQ_HEAD(workq, work);
 
@@ -61,12 +62,24 @@ worker_parked(struct resolve_waiter *pw)
 
 extern struct worker_config	 worker_config;
 
+/* A work item's owner when its client is unknown: never held to a cap. */
+#define WORKER_NO_OWNER		UINT32_MAX
+/*
+ * Workers one uid's clients may hold stuck in their kernel locks at once:
+ * past that, that uid's faults wait on its own stuck workers, not on the
+ * free ones every other uid needs (worker_owner_home).
+ */
+#define WORKER_OWNER_SLOW_MAX	2
+
 uint64_t	 worker_extent_max(const struct worker_config *);
 int		 worker_start(const struct worker_config *);
 void		 worker_stop(void);
 int		 worker_count(void);
 int		 worker_route(const struct topo *, const int *worker_cpu,
 		    int nworkers, int fault_cpu, int page_node, uint64_t hash);
+int		 worker_owner_home(const uint32_t *slow_owner,
+		    const int *avoided, int n, uint32_t owner, uint64_t key,
+		    int max);
 void		 worker_submit(struct work *, int fault_cpu, int page_node,
 		    uint64_t hash);
 void		 worker_push(struct worker *, struct work *);
@@ -84,7 +97,8 @@ int		 worker_poll_add(int (*read)(void *, struct worker *), void *arg,
 void		 worker_poll_remove(void *arg);
 int		 worker_id(const struct worker *);
 void		 worker_push_polled(struct worker *, struct work *);
-void		 worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid);
+void		 worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid,
+		    uint32_t owner);
 void		 worker_ioctl_leave(void);
 void		 worker_bg_slot(const char *name);
 int		 worker_mm_slow(uintptr_t mm);

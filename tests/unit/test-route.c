@@ -150,3 +150,57 @@ Test(route, property_node_local)
 			cr_assert_eq(cpus[w], fault);
 	}
 }
+
+/* --- worker_owner_home: one uid's stuck workers are capped ----------------- */
+
+/* Slots 0-4: uid 7 holds 0 and 3 stuck, uid 9 holds 1; 2 and 4 are free. */
+static const uint32_t	owner_slow[] = { 7, 9, 0, 7, 0 };
+static const int	owner_avoided[] = { 1, 1, 0, 1, 0 };
+
+Test(route, owner_under_its_cap_is_routed_as_usual)
+{
+	/* uid 9 holds one: under a cap of 2, its next fault goes anywhere. */
+	cr_expect_eq(worker_owner_home(owner_slow, owner_avoided, 5, 9, 0, 2),
+	    -1);
+	/* A uid that holds none. */
+	cr_expect_eq(worker_owner_home(owner_slow, owner_avoided, 5, 3, 0, 2),
+	    -1);
+}
+
+Test(route, owner_at_its_cap_waits_on_its_own_stuck_workers)
+{
+	int	k, i, seen0 = 0, seen3 = 0;
+
+	/*
+	 * uid 7 holds two: a fault of another of its processes goes to one
+	 * of those two, never to a free one another uid needs.
+	 */
+	for (k = 0; k < 16; k++) {
+		i = worker_owner_home(owner_slow, owner_avoided, 5, 7,
+		    (uint64_t)k, 2);
+		cr_expect(i == 0 || i == 3, "key %d went to slot %d", k, i);
+		seen0 += i == 0;
+		seen3 += i == 3;
+	}
+	/* Spread over them by key; the same key always to the same slot. */
+	cr_expect_gt(seen0, 0);
+	cr_expect_gt(seen3, 0);
+	cr_expect_eq(worker_owner_home(owner_slow, owner_avoided, 5, 7, 5, 2),
+	    worker_owner_home(owner_slow, owner_avoided, 5, 7, 5, 2));
+}
+
+Test(route, owner_slots_no_longer_avoided_do_not_count)
+{
+	static const int	back[] = { 1, 1, 0, 0, 0 };	/* 3 is back */
+
+	cr_expect_eq(worker_owner_home(owner_slow, back, 5, 7, 0, 2), -1);
+}
+
+Test(route, unknown_owner_is_never_capped)
+{
+	static const uint32_t	slow[] = { WORKER_NO_OWNER, WORKER_NO_OWNER };
+	static const int	avoided[] = { 1, 1 };
+
+	cr_expect_eq(worker_owner_home(slow, avoided, 2, WORKER_NO_OWNER, 0,
+	    1), -1);
+}
