@@ -1,5 +1,7 @@
 /*
- * preload-pool.c - a pool file for the program's hugetlb memfd.
+ * preload-pool.c - a pool file for the program's hugetlb memfd: one the
+ * program makes and sizes (memfd_create, then ftruncate: QEMU's
+ * memory-backend-memfd) becomes a file of hpzerod's pre-zeroed pool.
  *
  * memfd_create gives the program a memfd of its own at once (a probe such
  * as QEMU's qemu_memfd_check closes it again, and must not cost the pool a
