@@ -9,7 +9,7 @@
  *
  * With the word "touch" on its multiboot command line (QEMU -append touch)
  * it reads one 32-bit word of each of those pages, which must be zero, and
- * exits at once: no pattern pass.  tools/vmstart.sh times that.
+ * exits at once: no pattern pass.  tests/tools/vmstart.sh times that.
  *
  * With "wait" (vmm.sh, libvirt.sh) it checks and fills the lower half of
  * the range only, says so, and rewrites a word of each of those pages (so

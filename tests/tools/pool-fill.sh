@@ -6,11 +6,11 @@
 # over the wall time with a page in flight) and from the wall clock.  The
 # kernel's rate is a fallocate of the same pages into a hugetlb memfd on
 # one core, in the same run, between the rounds.  Memory is warmed first.
-#   HPZ_BUILDDIR=build tools/pool-fill.sh [ROUNDS]
+#   HPZ_BUILDDIR=build tests/tools/pool-fill.sh [ROUNDS]
 set -u
 : "${HPZ_BUILDDIR:?}"
 B=$HPZ_BUILDDIR
-S=$(cd "$(dirname "$0")/.." && pwd)
+S=$(cd "$(dirname "$0")/../.." && pwd)
 ROUNDS=${1:-5}
 POOL_MB=${POOL_MB:-1024}
 PAGES=$((POOL_MB / 2))

@@ -12,7 +12,7 @@
 #   served fresh          the same registered with hpzerod (MISSING faults:
 #                         the daemon allocates)
 #
-#   tools/pool-charge.sh [-S size]
+#   tests/tools/pool-charge.sh [-S size]
 #
 # HPZ_BUILDDIR (default ./build) is a built tree.  Needs root and a cgroup
 # v2 hierarchy with the hugetlb controller (/sys/fs/cgroup, or
@@ -26,7 +26,7 @@ while getopts S:h o; do
 	*) echo "usage: $0 [-S size-in-MiB]" >&2; exit 2 ;;
 	esac
 done
-S=$(cd "$(dirname "$0")/.." && pwd)
+S=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${HPZ_BUILDDIR:-./build}" 2>/dev/null && pwd) ||
 	{ echo "pool-charge: no build tree" >&2; exit 1; }
 die() { echo "pool-charge: $*" >&2; exit 1; }

@@ -3,7 +3,7 @@
 # QEMU (TCG) guest takes from QEMU's start until it has touched every 4 KiB
 # page of its RAM once, with its RAM served by the kernel and by hpzerod.
 #
-#   tools/vmstart.sh [-r RUNS] [-s SIZES] [-p 2m|1g]
+#   tests/tools/vmstart.sh [-r RUNS] [-s SIZES] [-p 2m|1g]
 #
 # HPZ_BUILDDIR (default ./build) is a built tree; HPZ_QEMU, HPZ_GUEST_CC and
 # HPZ_GUEST_LD as for tests/qemu/qemu.sh.  Needs root: it grows the 2 MiB
@@ -68,7 +68,7 @@ shift $((OPTIND - 1))
 [ $# = 0 ] || usage
 case $RUNS in '' | *[!0-9]* | 0) usage ;; esac
 
-S=$(cd "$(dirname "$0")/.." && pwd)
+S=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${HPZ_BUILDDIR:-./build}" 2>/dev/null && pwd) ||
 	{ echo "vmstart: no build tree ${HPZ_BUILDDIR:-./build}" >&2; exit 1; }
 QEMU=${HPZ_QEMU:-qemu-system-x86_64}
@@ -113,7 +113,7 @@ for f in daemon/hpzerod client/hpz-run client/hpzctl client/.libs/libhpz-preload
 done
 
 # The guest, as tests/qemu/qemu.sh builds it.
-G=$B/tools/vmstart
+G=$B/tests/tools/vmstart
 . "$S/tests/qemu/common.sh"
 guest_build >&2 || die "cannot build the guest"
 
