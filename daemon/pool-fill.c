@@ -290,6 +290,32 @@ pool_touch_body(void *arg)
 	(void)*(volatile unsigned char *)arg;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+static atomic_int	pool_no_populate;	/* the kernel lacks it */
+
+/*
+ * Allocate the page at addr of our mapping (the kernel zeroes it): 1, or
+ * 0 when the host has none left for us.  MADV_POPULATE_WRITE faults it in
+ * the kernel, without the exception a touch costs (about 12 us on a
+ * nested VM, against 180 us to zero 2 MiB), and fails with an error where
+ * the touch would SIGBUS; before Linux 5.14, the guarded touch.
+ */
+static int
+pool_alloc_page(unsigned char *addr, uint64_t size)
+{
+	if (!atomic_load(&pool_no_populate)) {
+		if (madvise(addr, size, MADV_POPULATE_WRITE) == 0)
+			return (1);
+		if (errno != EINVAL)
+			return (0);
+		atomic_store(&pool_no_populate, 1);
+	}
+	/* Faults on the page SIGBUS when the host has none left for us. */
+	return (clear_guarded(addr, size, pool_touch_body, addr) == 0);
+}
+
 /* The growing file of p: not full, nobody taking or cutting it (lock). */
 static struct pool_file *
 pool_growing(struct pool *p)
@@ -374,9 +400,7 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now)
 		ts.tv_nsec = (long)(wait % 1000000000ULL);
 		nanosleep(&ts, NULL);
 	}
-	/* Faults on the page SIGBUS when the host has none left for us. */
-	ok = clear_guarded(f->map + i * p->page_size, p->page_size,
-	    pool_touch_body, f->map + i * p->page_size) == 0;
+	ok = pool_alloc_page(f->map + i * p->page_size, p->page_size);
 
 	t1 = stats_now_ns();
 	pthread_mutex_lock(&p->lock);

@@ -7,7 +7,6 @@
 
 #include <criterion/criterion.h>
 
-#include "hpzerod.h"
 #include "cost.h"
 
 #define PAGE_2M		(2 * 1024ULL * 1024)
