@@ -371,6 +371,37 @@ Test(fdstore, sigkill_and_restart_takes_regions_back, .timeout = 120)
 }
 
 /*
+ * Fork a client of s's daemon: it dies with the test, and nothing but the
+ * fd store may rescue it.  0 in the child, its pid in the parent.
+ */
+static pid_t
+fs_fork_client(const struct fs *s)
+{
+	pid_t	pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("HPZ_SOCKET", s->sock, 1);
+		setenv("HPZ_FALLBACK_MS", "600000", 1);
+	}
+	return (pid);
+}
+
+/* r: the first len bytes of file fd, mapped shared, with flags. */
+static int
+fs_map(struct hpz_region *r, int fd, size_t len, unsigned int flags)
+{
+	memset(r, 0, sizeof(*r));
+	r->len = len;
+	r->fd = fd;
+	r->flags = flags;
+	r->addr = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	    0);
+	return (r->addr == MAP_FAILED ? -1 : 0);
+}
+
+/*
  * A client that exits while no daemon runs: the next daemon finds its
  * pidfd dead, drops the garbage pages from the file (a later user of the
  * file must not read them) and empties the store.
@@ -397,19 +428,10 @@ Test(fdstore, client_gone_while_daemon_down, .timeout = 120)
 	cr_assert(s.ready);
 
 	cr_assert_eq(pipe(up), 0);
-	client = fork();
-	cr_assert_geq(client, 0);
-	if (client == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setenv("HPZ_SOCKET", s.sock, 1);
-		setenv("HPZ_FALLBACK_MS", "600000", 1);
-		memset(&r, 0, sizeof(r));
-		r.len = FS_PAGES * FS_PAGE;
-		r.fd = fd;
-		r.flags = HPZ_NO_SCRUB;	/* the garbage is still there */
-		r.addr = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		    fd, 0);
-		if (r.addr == MAP_FAILED || hpz_register(&r) != 0)
+	if ((client = fs_fork_client(&s)) == 0) {
+		/* HPZ_NO_SCRUB: the garbage is still there. */
+		if (fs_map(&r, fd, FS_PAGES * FS_PAGE, HPZ_NO_SCRUB) != 0 ||
+		    hpz_register(&r) != 0)
 			_exit(3);
 		for (i = 0; i < FS_PAGES; i++)
 			memset((char *)r.addr + (size_t)i * FS_PAGE,
@@ -1079,19 +1101,8 @@ Test(fdstore, release_under_a_held_inode_lock, .timeout = 180)
 
 	/* The client: its whole file garbage, left for the daemon to drop. */
 	cr_assert_eq(pipe(up), 0);
-	client = fork();
-	cr_assert_geq(client, 0);
-	if (client == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setenv("HPZ_SOCKET", s.sock, 1);
-		setenv("HPZ_FALLBACK_MS", "600000", 1);
-		memset(&r, 0, sizeof(r));
-		r.len = FS_HOLD_LEN;
-		r.fd = fd;
-		r.flags = HPZ_DISCARD | HPZ_NO_SCRUB;
-		r.addr = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		    fd, 0);
-		if (r.addr == MAP_FAILED)
+	if ((client = fs_fork_client(&s)) == 0) {
+		if (fs_map(&r, fd, FS_HOLD_LEN, HPZ_DISCARD | HPZ_NO_SCRUB) != 0)
 			_exit(3);
 		memset(r.addr, 0xa7, r.len);
 		if (hpz_register(&r) != 0)
