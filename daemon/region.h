@@ -18,6 +18,7 @@
 #include "cost.h"
 #include "cctx.h"
 #include "prep-thread.h"
+#include "scrub.h"
 
 struct event;
 struct bucket;
@@ -75,16 +76,9 @@ struct region {
 	pid_t			 pid;		/* client, for THREAD_ID lookups */
 	int			 polled;	/* in the workers' poll list */
 
-	/* Background work (scrub.c); guarded by scrub_lock. */
-	TAILQ_ENTRY(region)	 bg;		/* in scrub_queue */
-	int			 queued;	/* in scrub_queue */
+	/* Background work: scrub.c's slice (scrub.h), and its priority. */
+	struct scrub_slice	 scrub;
 	int			 priority;
-	uint64_t		 cursor;	/* next page to scrub or populate */
-	uint64_t		 ahead_start;	/* the read-ahead window */
-	uint64_t		 ahead_lo;	/* next page of it to hand out */
-	uint64_t		 ahead_hi;	/* exclusive */
-	uint64_t		 ahead_last;	/* last missing fault's page */
-	uint64_t		 ahead_pages;	/* current read-ahead window */
 	atomic_int		 dying;		/* being destroyed: stop */
 	atomic_uint_fast64_t	 bg_cleared;
 	atomic_uint_fast64_t	 faults;
