@@ -19,17 +19,13 @@
 #include "cctx.h"
 #include "prep-thread.h"
 #include "scrub.h"
+#include "uffd.h"
 
 struct event;
 struct bucket;
 struct client;
-struct ufork;
 struct region_reset;
-TAILQ_HEAD(uforks, ufork);
 TAILQ_HEAD(region_resets, region_reset);
-#define REGION_MOVED_MAX	4
-/* Children's uffds a region out of memory keeps until its release. */
-#define UFFD_LOST_FORKS		4
 
 struct region {
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
@@ -90,16 +86,9 @@ struct region {
 	atomic_uint_fast64_t	 fault_ns_total;
 	atomic_uint_fast64_t	 fault_ns_max;
 
-	/* Non-cooperative uffd events (uffd.c). */
-	pthread_mutex_t		 evlock;	/* held reading its uffds */
-	struct uforks		 forks;		/* children's uffds */
+	/* Non-cooperative uffd events: uffd.c's slice (uffd.h). */
+	struct uffd_slice	 events;
 	atomic_int		 gone;		/* unmapped or torn: release */
-	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
-						   away: addr, len */
-	int			 nmoved;
-	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
-						   we had no memory for */
-	int			 nlost;
 	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
 	atomic_int		 stray_n;	/* times in a row */
 
