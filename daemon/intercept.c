@@ -137,7 +137,7 @@ intercept_children(struct region *r)
 	struct ufork	*f;
 	int		 error;
 
-	TAILQ_FOREACH(f, &r->forks, entry) {
+	TAILQ_FOREACH(f, &r->events.forks, entry) {
 		if (atomic_load(&f->dead))
 			continue;
 		error = uffdio_register(f->uffd, atomic_load(&f->addr),
@@ -170,9 +170,9 @@ intercept_on(struct region *r)
 		    strerror(-error));
 		return (error);
 	}
-	pthread_mutex_lock(&r->evlock);
+	pthread_mutex_lock(&r->events.evlock);
 	intercept_children(r);
-	pthread_mutex_unlock(&r->evlock);
+	pthread_mutex_unlock(&r->events.evlock);
 	atomic_store(&r->intercepting, 1);
 	atomic_fetch_add(&stats.intercept_on, 1);
 	return (0);
@@ -270,9 +270,9 @@ intercept_arm_work(struct cctx_job *j)
 	r->arm_error = uffdio_register(r->uffd, region_addr(r), r->len, 1,
 	    NULL);
 	if (r->arm_error == 0) {
-		pthread_mutex_lock(&r->evlock);
+		pthread_mutex_lock(&r->events.evlock);
 		intercept_children(r);
-		pthread_mutex_unlock(&r->evlock);
+		pthread_mutex_unlock(&r->events.evlock);
 	}
 }
 

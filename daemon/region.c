@@ -278,7 +278,7 @@ region_free_probed(struct region *r)
 		resolve_table_destroy(&r->rt);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
-	pthread_mutex_destroy(&r->evlock);
+	pthread_mutex_destroy(&r->events.evlock);
 	free(r);
 }
 
@@ -607,7 +607,7 @@ region_teardown_done(struct cctx_job *j)
 	resolve_table_destroy(&r->rt);
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->cond);
-	pthread_mutex_destroy(&r->evlock);
+	pthread_mutex_destroy(&r->events.evlock);
 	free(r);
 }
 
@@ -727,8 +727,8 @@ region_find(struct client *c, uint64_t addr, uint64_t len, int exact)
 	if ((r = region_match(c, addr, len, exact)) != NULL)
 		return (r);
 	TAILQ_FOREACH(r, &c->regions, entry) {
-		pthread_mutex_lock(&r->evlock);
-		pthread_mutex_unlock(&r->evlock);
+		pthread_mutex_lock(&r->events.evlock);
+		pthread_mutex_unlock(&r->events.evlock);
 	}
 	return (region_match(c, addr, len, exact));
 }

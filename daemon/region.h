@@ -18,17 +18,14 @@
 #include "cost.h"
 #include "cctx.h"
 #include "prep-thread.h"
+#include "scrub.h"
+#include "uffd.h"
 
 struct event;
 struct bucket;
 struct client;
-struct ufork;
 struct region_reset;
-TAILQ_HEAD(uforks, ufork);
 TAILQ_HEAD(region_resets, region_reset);
-#define REGION_MOVED_MAX	4
-/* Children's uffds a region out of memory keeps until its release. */
-#define UFFD_LOST_FORKS		4
 
 struct region {
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
@@ -77,16 +74,9 @@ struct region {
 						   cap (worker.h), or UINT32_MAX */
 	int			 polled;	/* in the workers' poll list */
 
-	/* Background work (scrub.c); guarded by scrub_lock. */
-	TAILQ_ENTRY(region)	 bg;		/* in scrub_queue */
-	int			 queued;	/* in scrub_queue */
+	/* Background work: scrub.c's slice (scrub.h), and its priority. */
+	struct scrub_slice	 scrub;
 	int			 priority;
-	uint64_t		 cursor;	/* next page to scrub or populate */
-	uint64_t		 ahead_start;	/* the read-ahead window */
-	uint64_t		 ahead_lo;	/* next page of it to hand out */
-	uint64_t		 ahead_hi;	/* exclusive */
-	uint64_t		 ahead_last;	/* last missing fault's page */
-	uint64_t		 ahead_pages;	/* current read-ahead window */
 	atomic_int		 dying;		/* being destroyed: stop */
 	atomic_uint_fast64_t	 bg_cleared;
 	atomic_uint_fast64_t	 faults;
@@ -98,16 +88,9 @@ struct region {
 	atomic_uint_fast64_t	 fault_ns_total;
 	atomic_uint_fast64_t	 fault_ns_max;
 
-	/* Non-cooperative uffd events (uffd.c). */
-	pthread_mutex_t		 evlock;	/* held reading its uffds */
-	struct uforks		 forks;		/* children's uffds */
+	/* Non-cooperative uffd events: uffd.c's slice (uffd.h). */
+	struct uffd_slice	 events;
 	atomic_int		 gone;		/* unmapped or torn: release */
-	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
-						   away: addr, len */
-	int			 nmoved;
-	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
-						   we had no memory for */
-	int			 nlost;
 	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
 	atomic_int		 stray_n;	/* times in a row */
 

@@ -134,16 +134,16 @@ scrub_enqueue(struct region *r)
 {
 	struct region	*q;
 
-	if (r->queued)
-		TAILQ_REMOVE(&scrub_queue, r, bg);
-	TAILQ_FOREACH(q, &scrub_queue, bg)
+	if (r->scrub.queued)
+		TAILQ_REMOVE(&scrub_queue, r, scrub.bg);
+	TAILQ_FOREACH(q, &scrub_queue, scrub.bg)
 		if (q->priority < r->priority)
 			break;
 	if (q != NULL)
-		TAILQ_INSERT_BEFORE(q, r, bg);
+		TAILQ_INSERT_BEFORE(q, r, scrub.bg);
 	else
-		TAILQ_INSERT_TAIL(&scrub_queue, r, bg);
-	r->queued = 1;
+		TAILQ_INSERT_TAIL(&scrub_queue, r, scrub.bg);
+	r->scrub.queued = 1;
 }
 
 /* Background work on r from page from on (main thread). */
@@ -151,8 +151,8 @@ void
 scrub_add(struct region *r, uint64_t from)
 {
 	pthread_mutex_lock(&scrub_lock);
-	if (!r->queued || from < r->cursor)
-		r->cursor = from;
+	if (!r->scrub.queued || from < r->scrub.cursor)
+		r->scrub.cursor = from;
 	if (!atomic_load(&r->dying)) {
 		scrub_enqueue(r);
 		pthread_cond_broadcast(&scrub_cond);
@@ -166,9 +166,9 @@ scrub_remove(struct region *r)
 {
 	atomic_store(&r->dying, 1);
 	pthread_mutex_lock(&scrub_lock);
-	if (r->queued) {
-		TAILQ_REMOVE(&scrub_queue, r, bg);
-		r->queued = 0;
+	if (r->scrub.queued) {
+		TAILQ_REMOVE(&scrub_queue, r, scrub.bg);
+		r->scrub.queued = 0;
 	}
 	pthread_mutex_unlock(&scrub_lock);
 }
@@ -195,35 +195,35 @@ scrub_fault(struct region *r, uint64_t idx, enum fault_kind kind)
 	pthread_mutex_lock(&scrub_lock);
 	if (kind == FAULT_MISSING) {
 		/* A miss: the window was too small, or the client jumped. */
-		if (r->ahead_pages != 0 && idx >= r->ahead_last &&
-		    idx <= r->ahead_hi + 1)
-			r->ahead_pages = r->ahead_pages * 2 > max ? max :
-			    r->ahead_pages * 2;
+		if (r->scrub.ahead_pages != 0 && idx >= r->scrub.ahead_last &&
+		    idx <= r->scrub.ahead_hi + 1)
+			r->scrub.ahead_pages = r->scrub.ahead_pages * 2 > max ? max :
+			    r->scrub.ahead_pages * 2;
 		else
-			r->ahead_pages = min;
+			r->scrub.ahead_pages = min;
 		lo = idx + 1;
-	} else if (r->ahead_pages != 0 && idx < r->ahead_hi &&
-	    idx + r->ahead_pages / 2 >= r->ahead_hi) {
+	} else if (r->scrub.ahead_pages != 0 && idx < r->scrub.ahead_hi &&
+	    idx + r->scrub.ahead_pages / 2 >= r->scrub.ahead_hi) {
 		/* Into the second half of the window: move it on. */
-		lo = r->ahead_hi;
+		lo = r->scrub.ahead_hi;
 	} else {
-		r->ahead_last = idx;
+		r->scrub.ahead_last = idx;
 		pthread_mutex_unlock(&scrub_lock);
 		return;
 	}
-	r->ahead_last = idx;
-	hi = lo + r->ahead_pages;
+	r->scrub.ahead_last = idx;
+	hi = lo + r->scrub.ahead_pages;
 	if (hi > r->npages)
 		hi = r->npages;
 	if (lo < hi && !atomic_load(&r->dying)) {
-		if (lo >= r->ahead_start && lo <= r->ahead_hi) {
+		if (lo >= r->scrub.ahead_start && lo <= r->scrub.ahead_hi) {
 			/* Extend the window; what was handed out stays so. */
-			if (hi > r->ahead_hi)
-				r->ahead_hi = hi;
+			if (hi > r->scrub.ahead_hi)
+				r->scrub.ahead_hi = hi;
 		} else {
 			/* A window elsewhere: the rest of the old one goes. */
-			r->ahead_start = r->ahead_lo = lo;
-			r->ahead_hi = hi;
+			r->scrub.ahead_start = r->scrub.ahead_lo = lo;
+			r->scrub.ahead_hi = hi;
 		}
 		scrub_enqueue(r);
 		pthread_cond_broadcast(&scrub_cond);
@@ -507,28 +507,28 @@ scrub_take(enum scrub_kind *kind, uint64_t *lo, uint64_t *n, int node)
 
 	ext = worker_extent_max(&worker_config);
 	for (r = TAILQ_FIRST(&scrub_queue); r != NULL; r = next) {
-		next = TAILQ_NEXT(r, bg);
+		next = TAILQ_NEXT(r, scrub.bg);
 		if (node >= 0 && r->node >= 0 && r->node != node &&
 		    r->node < TOPO_NODES_MAX && scrub_on_node[r->node] > 0)
 			continue;
 		chunk = ext / r->page_size;
 		if (chunk < 1)
 			chunk = 1;
-		if (r->ahead_lo < r->ahead_hi) {
+		if (r->scrub.ahead_lo < r->scrub.ahead_hi) {
 			*kind = SCRUB_AHEAD;
-			*lo = r->ahead_lo;
-			*n = r->ahead_hi - r->ahead_lo < chunk ?
-			    r->ahead_hi - r->ahead_lo : chunk;
-			r->ahead_lo += *n;
-		} else if (r->cursor < r->npages && scrub_wants_scan(r)) {
+			*lo = r->scrub.ahead_lo;
+			*n = r->scrub.ahead_hi - r->scrub.ahead_lo < chunk ?
+			    r->scrub.ahead_hi - r->scrub.ahead_lo : chunk;
+			r->scrub.ahead_lo += *n;
+		} else if (r->scrub.cursor < r->npages && scrub_wants_scan(r)) {
 			*kind = SCRUB_SCAN;
-			*lo = r->cursor;
-			*n = r->npages - r->cursor < chunk ?
-			    r->npages - r->cursor : chunk;
-			r->cursor += *n;
+			*lo = r->scrub.cursor;
+			*n = r->npages - r->scrub.cursor < chunk ?
+			    r->npages - r->scrub.cursor : chunk;
+			r->scrub.cursor += *n;
 		} else {
-			TAILQ_REMOVE(&scrub_queue, r, bg);
-			r->queued = 0;
+			TAILQ_REMOVE(&scrub_queue, r, scrub.bg);
+			r->scrub.queued = 0;
 			continue;
 		}
 		/* Round robin among regions of one priority. */

@@ -257,10 +257,10 @@ uffd_remapped(struct region *r, struct ufork *f, uint64_t from, uint64_t to,
 		return;	/* the child's moved piece is stray: poisoned */
 	lo = base > from ? base : from;
 	hi = base + r->len < from + len ? base + r->len : from + len;
-	if (r->nmoved < REGION_MOVED_MAX) {
-		r->moved[r->nmoved][0] = to + (lo - from);
-		r->moved[r->nmoved][1] = hi - lo;
-		r->nmoved++;
+	if (r->events.nmoved < REGION_MOVED_MAX) {
+		r->events.moved[r->events.nmoved][0] = to + (lo - from);
+		r->events.moved[r->events.nmoved][1] = hi - lo;
+		r->events.nmoved++;
 	}
 	uffd_region_gone(r, "part of its range was moved");
 }
@@ -275,8 +275,8 @@ uffd_remapped(struct region *r, struct ufork *f, uint64_t from, uint64_t to,
 static void
 uffd_fork_lost(struct region *r, int ufd)
 {
-	if (r->nlost < UFFD_LOST_FORKS)
-		r->lost[r->nlost++] = ufd;
+	if (r->events.nlost < UFFD_LOST_FORKS)
+		r->events.lost[r->events.nlost++] = ufd;
 	else
 		log_warnx("region %llu: a child's uffd is left open",
 		    (unsigned long long)r->id);
@@ -308,14 +308,14 @@ uffd_forked(struct region *r, struct ufork *parent, int ufd)
 	f->pidfd = -1;
 	atomic_init(&f->addr, uffd_base(r, parent));
 	atomic_init(&f->refs, 1);
-	TAILQ_INSERT_TAIL(&r->forks, f, entry);
+	TAILQ_INSERT_TAIL(&r->events.forks, f, entry);
 	log_info("region %llu: client forked; serving the child too",
 	    (unsigned long long)r->id);
 	hpzd_kick();
 }
 
 /*
- * One non-cooperative event (r->evlock held, in the order read).
+ * One non-cooperative event (r->events.evlock held, in the order read).
  *
  * UFFD_EVENT_REMOVE (MADV_DONTNEED, MADV_REMOVE; MADV_FREE does not apply
  * to shared mappings) changes no page state.  The event does not say which
@@ -357,7 +357,7 @@ uffd_event(struct region *r, struct ufork *f, const struct uffd_msg *m)
 }
 
 /*
- * Read one batch from a uffd of r (f: a child's; r->evlock held) and act
+ * Read one batch from a uffd of r (f: a child's; r->events.evlock held) and act
  * on it: its events first, in order, so that a fault read with a move
  * translates; then its faults, queued on self when a worker reads, else on
  * the worker routing picks.  Messages read, or -1 with errno.
@@ -442,12 +442,12 @@ uffd_read(struct region *r, struct worker *self)
 	int	n;
 
 	if (self != NULL) {
-		if (pthread_mutex_trylock(&r->evlock) != 0)
+		if (pthread_mutex_trylock(&r->events.evlock) != 0)
 			return (0);
 	} else
-		pthread_mutex_lock(&r->evlock);
+		pthread_mutex_lock(&r->events.evlock);
 	n = uffd_batch(r, NULL, self);
-	pthread_mutex_unlock(&r->evlock);
+	pthread_mutex_unlock(&r->events.evlock);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return (0);
@@ -503,13 +503,13 @@ uffd_pump(struct region *r, struct ufork *f, struct worker *self)
 {
 	int	i, n, total = 0;
 
-	pthread_mutex_lock(&r->evlock);
+	pthread_mutex_lock(&r->events.evlock);
 	for (i = 0; i < UFFD_PUMP_BATCHES; i++) {
 		if ((n = uffd_batch(r, f, self)) <= 0)
 			break;
 		total += n;
 	}
-	pthread_mutex_unlock(&r->evlock);
+	pthread_mutex_unlock(&r->events.evlock);
 	return (total);
 }
 
@@ -612,9 +612,9 @@ uffd_fork_read_cb(int fd, short events, void *arg)
 	struct region	*r = f->region;
 	int		 n;
 
-	pthread_mutex_lock(&r->evlock);
+	pthread_mutex_lock(&r->events.evlock);
 	n = uffd_batch(r, f, NULL);
-	pthread_mutex_unlock(&r->evlock);
+	pthread_mutex_unlock(&r->events.evlock);
 	if (n == -1 && errno != EAGAIN && errno != EINTR) {
 		log_warn("region %llu: read child's uffd",
 		    (unsigned long long)r->id);
@@ -654,10 +654,10 @@ uffd_forks_unwatch(struct region *r)
 {
 	struct ufork	*f;
 
-	pthread_mutex_lock(&r->evlock);
-	TAILQ_FOREACH(f, &r->forks, entry)
+	pthread_mutex_lock(&r->events.evlock);
+	TAILQ_FOREACH(f, &r->events.forks, entry)
 		uffd_fork_unwatch(f);
-	pthread_mutex_unlock(&r->evlock);
+	pthread_mutex_unlock(&r->events.evlock);
 }
 
 /*
@@ -670,16 +670,16 @@ uffd_forks_release(struct region *r)
 {
 	struct ufork	*f;
 
-	pthread_mutex_lock(&r->evlock);
-	while ((f = TAILQ_FIRST(&r->forks)) != NULL) {
-		TAILQ_REMOVE(&r->forks, f, entry);
-		pthread_mutex_unlock(&r->evlock);
+	pthread_mutex_lock(&r->events.evlock);
+	while ((f = TAILQ_FIRST(&r->events.forks)) != NULL) {
+		TAILQ_REMOVE(&r->events.forks, f, entry);
+		pthread_mutex_unlock(&r->events.evlock);
 		uffd_fork_release(f);
-		pthread_mutex_lock(&r->evlock);
+		pthread_mutex_lock(&r->events.evlock);
 	}
-	while (r->nlost > 0)
-		close(r->lost[--r->nlost]);
-	pthread_mutex_unlock(&r->evlock);
+	while (r->events.nlost > 0)
+		close(r->events.lost[--r->events.nlost]);
+	pthread_mutex_unlock(&r->events.evlock);
 }
 
 /*
@@ -710,11 +710,11 @@ uffd_tend(struct region *r)
 	uint32_t	 tid;
 	int		 pidfd;
 
-	pthread_mutex_lock(&r->evlock);
-	for (f = TAILQ_FIRST(&r->forks); f != NULL; f = next) {
+	pthread_mutex_lock(&r->events.evlock);
+	for (f = TAILQ_FIRST(&r->events.forks); f != NULL; f = next) {
 		next = TAILQ_NEXT(f, entry);
 		if (atomic_load(&f->dead)) {
-			TAILQ_REMOVE(&r->forks, f, entry);
+			TAILQ_REMOVE(&r->events.forks, f, entry);
 			TAILQ_INSERT_TAIL(&dead, f, entry);
 			continue;
 		}
@@ -744,7 +744,7 @@ uffd_tend(struct region *r)
 			}
 		}
 	}
-	pthread_mutex_unlock(&r->evlock);
+	pthread_mutex_unlock(&r->events.evlock);
 	while ((f = TAILQ_FIRST(&dead)) != NULL) {
 		TAILQ_REMOVE(&dead, f, entry);
 		log_info("region %llu: a child is gone",
@@ -759,8 +759,8 @@ uffd_tend(struct region *r)
 void
 uffd_region_init(struct region *r)
 {
-	pthread_mutex_init(&r->evlock, NULL);
-	TAILQ_INIT(&r->forks);
+	pthread_mutex_init(&r->events.evlock, NULL);
+	TAILQ_INIT(&r->events.forks);
 }
 
 /*
@@ -776,9 +776,9 @@ uffd_unregister(struct region *r)
 	int			i, error = 0;
 
 	/* Pieces moved away first: they are registered on this uffd too. */
-	for (i = 0; i < r->nmoved; i++) {
-		range.start = r->moved[i][0];
-		range.len = r->moved[i][1];
+	for (i = 0; i < r->events.nmoved; i++) {
+		range.start = r->events.moved[i][0];
+		range.len = r->events.moved[i][1];
 		if (ioctl(r->uffd, UFFDIO_UNREGISTER, &range) == -1 &&
 		    errno != ESRCH && errno != EINVAL && errno != ENOMEM)
 			log_warn("region %llu: UFFDIO_UNREGISTER of a moved "

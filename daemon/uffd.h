@@ -1,9 +1,11 @@
 /*
- * uffd.h - the fault path and the uffd's events (uffd.c).
+ * uffd.h - a region's userfaultfd: its reader, its events and children,
+ * and the ioctls fault.c maps and wakes with (uffd.c).
  */
 #ifndef HPZD_UFFD_H
 #define HPZD_UFFD_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -26,6 +28,26 @@ struct ufork {
 	atomic_uint		 tid;		/* a thread of the child */
 	atomic_int		 dead;		/* its range is gone: release */
 	atomic_int		 refs;		/* the list, queued faults */
+};
+TAILQ_HEAD(uforks, ufork);
+
+#define REGION_MOVED_MAX	4
+/* Children's uffds a region out of memory keeps until its release. */
+#define UFFD_LOST_FORKS		4
+
+/*
+ * The uffd reader's part of a region (struct region's events): evlock is
+ * held reading any of its uffds, and guards the children's list.
+ */
+struct uffd_slice {
+	pthread_mutex_t		 evlock;	/* held reading its uffds */
+	struct uforks		 forks;		/* children's uffds */
+	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
+						   away: addr, len */
+	int			 nmoved;
+	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
+						   we had no memory for */
+	int			 nlost;
 };
 
 void		 uffd_read_cb(int fd, short events, void *arg);
