@@ -509,7 +509,7 @@ pool_step(struct pool *p)
 		 */
 		if (now < p->backoff || p->avail <= reserve + p->owed)
 			break;
-		if (now < p->quiet_until && p->avail <= p->quiet_avail)
+		if (now < p->quiet_until && p->avail < p->quiet_avail)
 			break;		/* a taker starts: POOL_QUIET_NS */
 		reserve += p->owed;
 		/*

@@ -30,13 +30,13 @@
  * After a hand-out of a guest's memory (POOL_QUIET_MIN bytes or more) its
  * taker starts on what it took, touching it in its first seconds: the
  * fillers allocate nothing meanwhile, since zeroing at the memory's
- * bandwidth beside it slows that start, unless pages come back to the
- * host (a guest that exited, a file closed).  Small hand-outs arm no
+ * bandwidth beside it slows that start, unless as many pages as it took
+ * come back to the host (a guest that exited).  Small hand-outs arm no
  * quiet: a uid looping on small takes must not stop the refill, and its
  * big takes end with its share ([pool] uid_share).
  */
 #define POOL_QUIET_NS		2000000000ULL
-#define POOL_QUIET_MIN		(256ULL << 20)
+#define POOL_QUIET_MIN		(64ULL << 20)
 
 struct pool_file {
 	int			 fd;		/* -1: an empty slot */
@@ -72,7 +72,8 @@ struct pool {
 	uint64_t		 owed_until;	/* ns */
 	uint64_t		 backoff;	/* ns: no allocation before */
 	uint64_t		 quiet_until;	/* ns: a taker starts (pool_hand) */
-	uint64_t		 quiet_avail;	/* avail as it took its file */
+	uint64_t		 quiet_avail;	/* avail once as many pages as it
+						   took come back */
 	int			 failed;	/* said so in the log */
 	int			 nflight;	/* pages being touched */
 	uint64_t		 busy_since;	/* ns: nflight went 0 -> 1 */

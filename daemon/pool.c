@@ -308,7 +308,7 @@ pool_hand(struct client *c, struct pool_answer *a, struct pool *p, int fd,
 	if (a->size >= POOL_QUIET_MIN) {
 		pthread_mutex_lock(&p->lock);
 		p->quiet_until = stats_now_ns() + POOL_QUIET_NS;
-		p->quiet_avail = p->avail;
+		p->quiet_avail = p->avail + pages;
 		pthread_mutex_unlock(&p->lock);
 	}
 	atomic_fetch_add(&p->handouts, 1);
