@@ -142,6 +142,30 @@ lib_disconnect(void)
 }
 
 /*
+ * Sequence 0, before any answer: the daemon refused the connection as it
+ * accepted it (a limit), and closes it.  Not a daemon that went away: the
+ * caller gets the reason, at once.
+ */
+static int
+lib_refusal(struct hpz_msg *reply)
+{
+	char	why[128];
+
+	return (proto_validate(reply, why, sizeof(why)) == 0 &&
+	    reply->u.hdr.seq == 0 && reply->u.hdr.type == HPZ_MSG_REPLY &&
+	    reply->u.reply.error < 0);
+}
+
+static int
+lib_refused_fail(const struct hpz_msg *reply)
+{
+	lib_refused = 1;
+	return (lib_fail(reply->u.reply.error, "hpzerod refused the "
+	    "connection: %.*s", (int)sizeof(reply->u.reply.text),
+	    reply->u.reply.text));
+}
+
+/*
  * Send req (its seq set) on sock and wait up to timeout_ms for its reply,
  * validated: of type want, or a plain reply (the daemon's status).  0, or
  * a negative errno (lib_fail) when the connection is no good any more.
@@ -158,6 +182,17 @@ lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
 
 	if (proto_send(sock, req, len, fds, nfds) != (ssize_t)len) {
 		error = -errno;
+		/*
+		 * A daemon that refused the connection as it accepted it may
+		 * have closed it before this request went out: its reason
+		 * waits unread (a read of a closed peer never blocks).
+		 */
+		if ((error == -EPIPE || error == -ECONNRESET) &&
+		    proto_recv(sock, reply) > 0) {
+			if (lib_refusal(reply))
+				return (lib_refused_fail(reply));
+			proto_close_fds(reply);
+		}
 		return (lib_fail(error, "cannot send to hpzerod: %s",
 		    strerror(-error)));
 	}
@@ -176,19 +211,8 @@ lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
 		error = n == 0 ? -ECONNRESET : -errno;
 		return (lib_fail(error, "hpzerod closed the connection"));
 	}
-	/*
-	 * Sequence 0, before any answer: the daemon refused the connection
-	 * as it accepted it (a limit), and closes it.  Not a daemon that went
-	 * away: the caller gets the reason, at once.
-	 */
-	if (proto_validate(reply, why, sizeof(why)) == 0 &&
-	    reply->u.hdr.seq == 0 && reply->u.hdr.type == HPZ_MSG_REPLY &&
-	    reply->u.reply.error < 0) {
-		lib_refused = 1;
-		return (lib_fail(reply->u.reply.error, "hpzerod refused the "
-		    "connection: %.*s", (int)sizeof(reply->u.reply.text),
-		    reply->u.reply.text));
-	}
+	if (lib_refusal(reply))
+		return (lib_refused_fail(reply));
 	if (proto_validate(reply, why, sizeof(why)) != 0 ||
 	    reply->u.hdr.seq != hdr->seq ||
 	    (reply->u.hdr.type != want && reply->u.hdr.type != HPZ_MSG_REPLY)) {
