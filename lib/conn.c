@@ -185,9 +185,11 @@ lib_exchange(int sock, void *req, size_t len, const int *fds, int nfds,
 		/*
 		 * A daemon that refused the connection as it accepted it may
 		 * have closed it before this request went out: its reason
-		 * waits unread (a read of a closed peer never blocks).
+		 * waits unread.  Only what is there now is read: a peer that
+		 * shut down reading alone must not hold us.
 		 */
 		if ((error == -EPIPE || error == -ECONNRESET) &&
+		    poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) &&
 		    proto_recv(sock, reply) > 0) {
 			if (lib_refusal(reply))
 				return (lib_refused_fail(reply));

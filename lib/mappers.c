@@ -86,6 +86,24 @@ struct mappers_look {
 /* The pids that looks left behind still wait on (0: a free slot). */
 static _Atomic pid_t	mappers_left[MAPPERS_LEFT_MAX];
 
+/* A child of fork has none of the threads left waiting: nothing is left. */
+static void
+mappers_forked(void)
+{
+	int	i;
+
+	for (i = 0; i < MAPPERS_LEFT_MAX; i++)
+		atomic_store(&mappers_left[i], 0);
+}
+
+static pthread_once_t	mappers_once_ctl = PTHREAD_ONCE_INIT;
+
+static void
+mappers_once(void)
+{
+	(void)pthread_atfork(NULL, NULL, mappers_forked);
+}
+
 /* Is a look we left still waiting on pid?  Then do not wait on it again. */
 static int
 mappers_is_left(pid_t pid)
@@ -333,6 +351,7 @@ mappers_other(int fd, uint64_t off, uint64_t len)
 
 	if (fstat(fd, &sb) == -1)
 		return (-1);
+	(void)pthread_once(&mappers_once_ctl, mappers_once);
 	deadline = mappers_now_ms() + MAPPERS_BUDGET_MS;
 	for (;;) {
 		if ((lk = mappers_start(&sb, off, len, after)) == NULL) {
