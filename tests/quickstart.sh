@@ -120,6 +120,12 @@ if [ "$what" = check ]; then
 	if ! HPZ_FUZZ_SECONDS=0 make -s distcheck >distcheck.log 2>&1; then
 		tail -60 distcheck.log
 		echo "make distcheck failed; see build/distcheck.log"
+		# The tarball's own build stays behind on failure: name what failed.
+		find hpzerod-*/_build -name '*.log' -path '*tests*' 2>/dev/null |
+		    xargs -r grep -l '\[FAIL\]\|^FAIL' 2>/dev/null | while read -r log; do
+			echo "--- $log"
+			grep -B8 '\[FAIL\]\|^FAIL' "$log" | grep -v '^\[RUN \]\|^\[PASS\]' | tail -60
+		done
 		fail=$((fail + 1))
 	else
 		grep -A2 'archives ready' distcheck.log
