@@ -1541,16 +1541,18 @@ Test(control, mmap_lock_held_over_resets, .timeout = 180)
 
 /* ---- a process that holds its own mmap_lock, beside discard registers ----- */
 
-#define CTL_WALK_LEN	(48ULL << 30)	/* read-only zero-page entries */
-#define CTL_WALKERS	32
+#define CTL_WALK_LEN	(8ULL << 30)	/* read-only zero-page entries */
+#define CTL_WALKERS	64
 
 static char		*ctl_walk;
 static atomic_uint	 ctl_walk_prot;
 
 /*
  * mprotect over the whole populated mapping: the mmap_lock held for
- * writing while 12 million entries are walked (about 0.35 s here); with
- * many of these queued, a reader that comes waits for every one before it.
+ * writing while 2 million entries are walked (about 0.12 s here); with
+ * 64 of these queued, a reader that comes waits for every one before it,
+ * seconds in all.  (It was 48 GiB and 32 walkers: populating that took 60
+ * s of the test's 180 on a loaded machine, and CI's distcheck ran out.)
  */
 static void *
 ctl_walker(void *arg)
@@ -1693,8 +1695,9 @@ Test(control, region_moved_while_its_reset_is_pending, .timeout = 180)
 	struct ctl_shm		 shm;
 	struct ctl_populate	 p;
 	struct pollfd		 pfd;
+	struct hpz_status	 st;
 	pthread_t		 t;
-	int			 a, b, cc, fds[3];
+	int			 a, b, cc, i, fds[3];
 
 	ctl_daemon_same();
 	ctl_shm_make(&shm, 64 * 4096);
@@ -1724,7 +1727,21 @@ Test(control, region_moved_while_its_reset_is_pending, .timeout = 180)
 	rg.len = shm.len;
 	cr_assert_eq(proto_send(a, &rg, sizeof(rg), NULL, 0),
 	    (ssize_t)sizeof(rg));
-	usleep(50 * 1000);	/* the reset is in */
+	/*
+	 * The reset is in once our context is seen stuck on our lock: a
+	 * fixed nap was not enough on a loaded machine (the daemon took B's
+	 * register first, and B was rightly served).
+	 */
+	for (i = 0; i < 100; i++) {
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		if (st.contexts_stuck >= 1)
+			break;
+		cr_assert(!atomic_load(&p.done), "the populate ended (%.1f s) "
+		    "before the reset was seen waiting on it", p.secs);
+		usleep(100 * 1000);
+	}
+	cr_assert_geq(st.contexts_stuck, 1, "A's reset was not seen waiting "
+	    "on our mmap_lock in 10 s");
 	ctl_reg_msg(&reg, &shm, 3);
 	cr_assert_eq(proto_send(b, &reg, sizeof(reg), fds, 3),
 	    (ssize_t)sizeof(reg));
