@@ -34,6 +34,7 @@
 #include "globals.h"
 #include "intercept.h"
 #include "log.h"
+#include "pool-fill.h"
 #include "prep.h"
 #include "region-check.h"
 #include "region-life.h"
@@ -593,6 +594,12 @@ region_teardown_work(struct cctx_job *j)
 	if (r->pidfd >= 0)
 		close(r->pidfd);
 	r->pidfd = -1;
+	/*
+	 * Ours was the file's last reference once its client has gone (an
+	 * exited guest unmapped it before its socket closed): its pages are
+	 * the host's again, and the fillers need not wait out their nap.
+	 */
+	pool_fill_kick();
 }
 
 /* The teardown is done (main thread): its caller told, r freed. */
