@@ -3,7 +3,7 @@
 # QEMU (TCG) guest takes from QEMU's start until it has touched every 4 KiB
 # page of its RAM once, with its RAM served by the kernel and by hpzerod.
 #
-#   tests/tools/vmstart.sh [-r RUNS] [-s SIZES] [-p 2m|1g]
+#   tests/tools/vmstart.sh [-r RUNS] [-s SIZES] [-p 2m|1g [-d]]
 #
 # HPZ_BUILDDIR (default ./build) is a built tree; HPZ_QEMU, HPZ_GUEST_CC and
 # HPZ_GUEST_LD as for tests/qemu/qemu.sh.  Needs root: it grows the 2 MiB
@@ -41,6 +41,11 @@
 #   floor            a 1 GiB-page hugetlbfs file fallocated (untimed)
 #   pool full        hpz-run, [pool] size_1g = the guest (filled, untimed)
 #   pool half        hpz-run, [pool] size_1g = half the guest
+# -d (with -p 1g): the pool rows run on hpzerod's defaults, not a pool
+# sized to the guest: [pool] names no 1 GiB size or reserve, so the pool
+# holds every free 1 GiB page above the default reserve (2G), and the
+# host is given the guest, one page and that reserve; no pool-half rows
+# (the defaults make no half pool).
 # and the pool's refill after each pool-full guest exits: seconds from
 # QEMU's exit until the pool holds the guest's size again (liveness bound
 # 120 s), with the pages it held at the exit, beside one core zeroing the
@@ -48,14 +53,16 @@
 # The 32-bit guest touches the RAM below 4 GiB; prealloc=on allocates all
 # of it.
 set -u
-usage() { echo "usage: $0 [-r RUNS] [-s SIZES] [-p 2m|1g]   (SIZES: \"1G 2G\", \"512M\"...)" >&2; exit 2; }
+usage() { echo "usage: $0 [-r RUNS] [-s SIZES] [-p 2m|1g [-d]]   (SIZES: \"1G 2G\", \"512M\"...)" >&2; exit 2; }
 
-RUNS=5 SIZES='' PG=2m
-while getopts r:s:p:h o; do
+RUNS=5 SIZES='' PG=2m DEFAULTS=0
+RES1G=2			# GiB: hpzerod.conf(5)'s default reserve_1g
+while getopts r:s:p:dh o; do
 	case $o in
 	r) RUNS=$OPTARG ;;
 	s) SIZES=$OPTARG ;;
 	p) PG=$OPTARG ;;
+	d) DEFAULTS=1 ;;
 	*) usage ;;
 	esac
 done
@@ -66,6 +73,7 @@ case $PG in
 esac
 shift $((OPTIND - 1))
 [ $# = 0 ] || usage
+[ "$DEFAULTS" = 0 ] || [ "$PG" = 1g ] || usage
 case $RUNS in '' | *[!0-9]* | 0) usage ;; esac
 
 S=$(cd "$(dirname "$0")/../.." && pwd)
@@ -145,7 +153,10 @@ sock=$dir/hpzerod.sock
 # Every guest here runs as root: uid_share = 0, or the default share would
 # refuse the rounds after the first within a minute.
 pool_conf() {
-	if [ "$PG" = 1g ]; then
+	if [ "$PG" = 1g ] && [ "$DEFAULTS" = 1 ] && [ "$1" != 0 ]; then
+		# The defaults: every free 1 GiB page above the reserve.
+		printf '[pool]\nuid_share = 0\nsize_2m = 0\n' >"$dir/hpzerod.conf"
+	elif [ "$PG" = 1g ]; then
 		printf '[pool]\nuid_share = 0\nsize_2m = 0\nsize_1g = %sG\nreserve_1g = 0\n' \
 		    $(($1 / 1024)) >"$dir/hpzerod.conf"
 	else
@@ -330,6 +341,12 @@ floorb() { echo "memory-backend-file,id=m,size=${mb}M,mem-path=$mnt/floor,share=
 # The 1 GiB rows (-p 1g), in the order they run each round.
 CONFIGS_1G=(lazy prealloc floor-lazy floor-prealloc pool-lazy pool-prealloc
 	half-lazy half-prealloc)
+if [ "$DEFAULTS" = 1 ]; then
+	CONFIGS_1G=(lazy prealloc floor-lazy floor-prealloc pool-lazy
+		pool-prealloc)
+	LABEL[pool-lazy]="pool, defaults: hpz-run, lazy"
+	LABEL[pool-prealloc]="pool, defaults: hpz-run, prealloc=on"
+fi
 LABEL+=(
 	[half-lazy]="pool at half: hpz-run, lazy"
 	[half-prealloc]="pool at half: hpz-run, prealloc=on"
@@ -342,7 +359,45 @@ pool_set() {
 	pool_conf "$1"
 	kill -HUP "$pid"
 	pool_now=$1
-	pool_wait $(($1 / PMB)) exact
+	if [ "$DEFAULTS" = 1 ] && [ "$1" != 0 ]; then
+		pool_wait	# every free page above the reserve: the guest's and more
+	else
+		pool_wait $(($1 / PMB)) exact
+	fi
+}
+
+# A guest started without hpzerod beside the default pool (-d: a mixed
+# host): plain QEMU maps the guest's RAM while the pool holds every free
+# page above the reserve, twice, 0.5 s apart; then with reserve_1g set to
+# the guest.  Each try prints how it ended: "started" or QEMU's refusal.
+mixed_try() {
+	qemu "$1" - touch "$(memfd '')" 2>"$dir/mixed.err"
+	if [ "$ok" = 1 ]; then
+		echo "started, $secs s"
+	elif grep -q 'Cannot allocate memory' "$dir/err"; then
+		echo "refused at once: Cannot allocate memory ($secs s)"
+	else
+		cat "$dir/mixed.err" >&2
+		echo "FAILED otherwise (see above)"
+	fi
+}
+mixed() {
+	local a b c
+	pool_wait || bad=$((bad + 1))
+	say "$sz: mixed host: plain QEMU beside a full pool on the defaults"
+	a=$(mixed_try mixed-1)
+	sleep 0.5
+	b=$(mixed_try mixed-2)
+	printf '[pool]\nuid_share = 0\nsize_2m = 0\nreserve_1g = %sM\n' "$mb" >"$dir/hpzerod.conf"
+	kill -HUP "$pid"
+	pool_now=-1
+	# The pool gives back to the new reserve: it keeps the rest.
+	pool_wait $((need - pages)) exact || bad=$((bad + 1))
+	c=$(mixed_try mixed-reserve)
+	mixed_out="plain QEMU (lazy) beside the default pool, free pages $need:
+  first try                              $a
+  again 0.5 s later                      $b
+  reserve_1g = $sz (the guest)           $c"
 }
 
 # One size of 1 GiB pages: RUNS interleaved rounds of CONFIGS_1G, then the
@@ -353,6 +408,7 @@ pool_set() {
 size_1g() {
 	local c r row half=$((mb / 2 / PMB * PMB)) t0 t1 r0 rs tpages=
 	need=$((pages + 1))
+	[ "$DEFAULTS" = 1 ] && need=$((need + RES1G))
 	hp_reserve_1g "$need"
 	if [ "$(cat "$FREE")" -lt "$need" ]; then
 		echo "size $sz: skipped: the kernel gave $(cat "$FREE") free 1 GiB pages, $need needed"
@@ -428,6 +484,8 @@ size_1g() {
 		done
 		echo "$row" >>"$res"
 	done
+	mixed_out=''
+	[ "$DEFAULTS" = 1 ] && mixed
 	pool_set 0 || bad=$((bad + 1))
 	# What the refill is set beside: one core zeroing the same pages, the
 	# kernel's fallocate of a hugetlbfs file of the guest's size, 3 times.
@@ -474,6 +532,7 @@ size_1g() {
 			}
 		printf "%-38s %8.2f GB/s (%.2f-%.2f), %d CPUs\n",
 		    "one core: fallocate of the guest size", v[2], v[1], v[3], c }'
+	[ -n "$mixed_out" ] && echo "$mixed_out"
 	sizes_done=$((sizes_done + 1))
 }
 
