@@ -138,6 +138,8 @@ static const struct conf_key conf_keys[] = {
 	    CONF_RELOAD | CONF_UNLIMITED },
 	{ "pool", "uid_share", NULL, 0, CONF_INT, CONF_FIELD(pool_uid_share),
 	    0, 100, NULL, "100", NULL, NULL, CONF_RELOAD | CONF_UNLIMITED },
+	{ "pool", "quiet_ms", NULL, 0, CONF_INT, CONF_FIELD(pool_quiet_ms),
+	    0, 3600000, NULL, "2000", NULL, NULL, CONF_RELOAD },
 	{ "policy", "intercept", "intercept", 0, CONF_WORD,
 	    CONF_FIELD(intercept), 0, 0, conf_intercepts, "auto", "auto|always",
 	    "trap faults only while a range holds garbage",

@@ -509,8 +509,16 @@ pool_step(struct pool *p)
 		 */
 		if (now < p->backoff || p->avail <= reserve + p->owed)
 			break;
-		if (now < p->quiet_until && p->avail < p->quiet_avail)
-			break;		/* a taker starts: POOL_QUIET_NS */
+		if (now < p->quiet_until) {
+			if (p->avail < p->quiet_avail)
+				break;	/* a taker starts: POOL_QUIET_NS */
+			/*
+			 * Its pages came back (the guest exited): the quiet
+			 * is over, not only while the host holds them all:
+			 * the first page refilled would arm it again.
+			 */
+			p->quiet_until = 0;
+		}
 		reserve += p->owed;
 		/*
 		 * Small files only where the pool follows the host: a pool

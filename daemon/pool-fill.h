@@ -35,7 +35,7 @@
  * quiet: a uid looping on small takes must not stop the refill, and its
  * big takes end with its share ([pool] uid_share).
  */
-#define POOL_QUIET_NS		2000000000ULL
+#define POOL_QUIET_NS		2000000000ULL	/* [pool] quiet_ms */
 #define POOL_QUIET_MIN		(64ULL << 20)
 
 struct pool_file {

@@ -74,6 +74,7 @@ static int		 pool_npools;
 static struct bucket	*pool_bucket;
 static uint64_t		 pool_uid_bytes;
 static int		 pool_uid_share;
+static uint64_t		 pool_quiet_ns = POOL_QUIET_NS;	/* [pool] quiet_ms */
 static uint64_t		 pool_next_id = 1;
 static int		 pool_kick_fd = -1;
 static struct event	*pool_kick_ev;
@@ -305,9 +306,9 @@ pool_hand(struct client *c, struct pool_answer *a, struct pool *p, int fd,
 	a->node = pool_nnodes > 1 ? p->node : -1;
 	a->id = id;
 	/* A guest starts on it: no refill beside it (POOL_QUIET_NS). */
-	if (a->size >= POOL_QUIET_MIN) {
+	if (a->size >= POOL_QUIET_MIN && pool_quiet_ns > 0) {
 		pthread_mutex_lock(&p->lock);
-		p->quiet_until = stats_now_ns() + POOL_QUIET_NS;
+		p->quiet_until = stats_now_ns() + pool_quiet_ns;
 		p->quiet_avail = p->avail + pages;
 		pthread_mutex_unlock(&p->lock);
 	}
@@ -636,6 +637,7 @@ pool_configure(const struct conf *c)
 		bucket_set(pool_bucket, gbs);
 	pool_uid_bytes = c->pool_uid_bytes;
 	pool_uid_share = c->pool_uid_share;
+	pool_quiet_ns = (uint64_t)c->pool_quiet_ms * 1000000ULL;
 	pool_fill_budget = pool_bucket;
 	pool_nuids = 0;
 	pool_fill_kick();
