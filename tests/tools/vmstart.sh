@@ -458,6 +458,7 @@ size_1g() {
 				fi
 				t0=$(now)
 				r0=$(pool_field ready_pages)
+				f0=$(pool_field filled_pages) n0=$(pool_field fill_ns)
 				h1=$(pool_field handouts)
 				if [ "${c%%-*}" = pool ] && [ "$h1" != $((h0 + 1)) ]; then
 					say "$sz: $c: no pool file was handed out"
@@ -467,8 +468,13 @@ size_1g() {
 					# The refill: the pages QEMU gave back.
 					pool_wait || bad=$((bad + 1))
 					t1=$(now)
+					f1=$(pool_field filled_pages) n1=$(pool_field fill_ns)
 					rs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
-					echo "$rs ${r0:-0}" >>"$refill"
+					# The pool's own rate: pages over the
+					# wall time it had a page in flight.
+					echo "$rs ${r0:-0} $(awk -v f="$((f1 - f0))" \
+					    -v n="$((n1 - n0))" -v p="$PKB" 'BEGIN {
+						printf "%.2f", n > 0 ? f * p * 1024 / n : 0 }')" >>"$refill"
 					say "$sz round $r/$RUNS: pool refill after $c: $rs s (it held ${r0:-?} of $pages at the exit)"
 				else
 					# Untimed: the next row starts with the pool at
@@ -509,7 +515,7 @@ size_1g() {
 		printf '%-38s %s\n' "${LABEL[$c]}" "$(summary $i 1 2 "$res")"
 	done
 	# GB/s: the pages the pool lacked at the exit over the refill time.
-	awk -v p="$pages" '{ n++; t[n] = $1; h = h " " $2
+	awk -v p="$pages" '{ n++; t[n] = $1; h = h " " $2; c[n] = $3
 		g[n] = $1 > 0 ? (p - $2) * 1.073741824 / $1 : 0 }
 	function med(a, n,   i, j, x) {
 		for (i = 2; i <= n; i++)
@@ -521,9 +527,11 @@ size_1g() {
 	END {
 		if (n == 0)
 			exit
-		m = med(t, n); r = med(g, n)
+		m = med(t, n); r = med(g, n); cr = med(c, n)
 		printf "%-38s %8.3f  (%.3f-%.3f)  %.2f GB/s; pages held at the exits:%s\n",
 		    "pool refill after a pool-full guest", m, t[1], t[n], r, h
+		printf "%-38s %8.2f GB/s (%.2f-%.2f), its counters: pages over the time a page was in flight\n",
+		    "pool refill, the pool'"'"'s own rate", cr, c[1], c[n]
 	}' "$refill"
 	echo "$fa" | awk -v c="$(nproc)" '{ for (i = 1; i <= NF; i++) v[i] = $i
 		for (i = 2; i <= NF; i++)
