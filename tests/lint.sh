@@ -240,7 +240,12 @@ daemon/fdstore.c 4	daemon/fdstore.h 4
 daemon/pool.c 4		daemon/pool.h 4
 daemon/pool-fill.c 4	daemon/pool-fill.h 4
 # 5 control: the socket, its requests, the status replies
-daemon/control.c 5	daemon/control-pool.c 5	daemon/control.h 5
+daemon/control.c 5	daemon/control.h 5
+daemon/control-client.c 5	daemon/control-client.h 5
+daemon/control-limits.c 5	daemon/control-limits.h 5
+daemon/control-orphan.c 5	daemon/control-orphan.h 5
+daemon/control-pool.c 5	daemon/control-pool.h 5
+daemon/control-socket.c 5	daemon/control-socket.h 5
 daemon/status.c 5	daemon/status.h 5
 # 6 main
 daemon/hpzerod.c 6
