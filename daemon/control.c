@@ -70,11 +70,11 @@ control_region_answer(struct client *c, uint32_t seq, uint64_t id,
 static void
 control_region_switched(struct region *r)
 {
-	struct client	*c = control_find(r->answer_cid);
+	struct client	*c = control_find(r->reply.answer_cid);
 
 	if (c != NULL)
-		control_region_answer(c, r->answer_seq, r->id,
-		    (enum control_answer)r->answer);
+		control_region_answer(c, r->reply.answer_seq, r->id,
+		    (enum control_answer)r->reply.answer);
 }
 
 /*
@@ -96,9 +96,10 @@ control_region_armed(struct region *r, int error, void *arg)
 void
 control_region_ready(struct region *r)
 {
-	struct client	*c = r->waiter, *owner = r->client;
-	uint32_t	 seq = r->waiter_seq;
-	enum control_answer answer = (enum control_answer)r->waiter_answer;
+	struct client	*c = r->reply.waiter, *owner = r->client;
+	uint32_t	 seq = r->reply.waiter_seq;
+	enum control_answer answer =
+	    (enum control_answer)r->reply.waiter_answer;
 	uint64_t	 id = r->id;
 	int		 armfail;
 
@@ -114,7 +115,7 @@ control_region_ready(struct region *r)
 		if (intercept_arm(r, control_region_armed, NULL) == 1)
 			return;
 	}
-	r->waiter = NULL;
+	r->reply.waiter = NULL;
 	if ((armfail = r->arm_failed) || region_start(r) == -1) {
 		log_warnx("region %llu: %s: let go", (unsigned long long)id,
 		    armfail ? "cannot have its faults (UFFDIO_REGISTER)" :
@@ -170,9 +171,9 @@ control_region_ready(struct region *r)
 		 * the answer waits for that, so that the client's first
 		 * touches are the kernel's, as without us.
 		 */
-		r->answer_cid = c->id;
-		r->answer_seq = seq;
-		r->answer = answer;
+		r->reply.answer_cid = c->id;
+		r->reply.answer_seq = seq;
+		r->reply.answer = answer;
 		r->switched_cb = control_region_switched;
 		control_pause(c);
 		return;
@@ -196,9 +197,9 @@ control_await(struct client *c, struct region *r, uint32_t seq,
 		return (control_reply(c, seq, 0, r->id,
 		    control_answer_text[answer]));
 	}
-	r->waiter = c;
-	r->waiter_seq = seq;
-	r->waiter_answer = answer;
+	r->reply.waiter = c;
+	r->reply.waiter_seq = seq;
+	r->reply.waiter_answer = answer;
 	/* Prepared, its faults being trapped: control_region_armed wakes us. */
 	if (r->prep != NULL || r->arming) {
 		control_pause(c);	/* already preparing: it wakes us */
@@ -225,7 +226,7 @@ control_register(struct client *c, struct hpz_msg *m)
 	if ((r = region_find_state(m->fds[2])) != NULL) {
 		if (r->pid != c->pid || r->client->uid != c->uid ||
 		    region_addr(r) != m->u.reg.addr ||
-		    r->len != m->u.reg.len || r->waiter != NULL) {
+		    r->len != m->u.reg.len || r->reply.waiter != NULL) {
 			proto_close_fds(m);
 			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
 			    "register", "that page state belongs to another "
@@ -237,7 +238,7 @@ control_register(struct client *c, struct hpz_msg *m)
 		 * may be gone by the time it completes: the region moves only
 		 * once its resets are answered.  (The arm of a region taken
 		 * back with garbage, before it serves, answers whoever waits
-		 * then: r->waiter, set by control_await.)
+		 * then: r->reply.waiter, set by control_await.)
 		 */
 		if (r->client != c && (!TAILQ_EMPTY(&r->resets) ||
 		    (r->arming && r->started)))

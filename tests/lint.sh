@@ -227,6 +227,7 @@ lib/mappers.h 1		lib/uffdio.c 1		lib/uffdio.h 1
 daemon/worker.c 2	daemon/worker.h 2
 # 3 page path: the region object, faults, events, scrub, intercept, cost
 daemon/region.h 3	daemon/region-page.c 3
+daemon/control-state.h 3	# control's slice of struct region, typed low
 daemon/uffd.c 3		daemon/uffd.h 3
 daemon/fault.c 3		daemon/fault.h 3
 daemon/scrub.c 3	daemon/scrub.h 3
