@@ -1,7 +1,7 @@
 /*
  * bucket.h - a token bucket: bytes a second, with a short burst, shared
  * by reference.  The background budgets (scrub.c, pool.c) are buckets:
- * one for all the daemon's background work, one a client (control.c).
+ * one for all the daemon's background work, one a client (control plane).
  */
 #ifndef HPZD_BUCKET_H
 #define HPZD_BUCKET_H

@@ -9,7 +9,7 @@
 
 #include "hpz-protocol.h"
 
-#include "control.h"
+#include "control-pool.h"
 #include "pool.h"
 #include "region.h"
 

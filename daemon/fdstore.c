@@ -368,7 +368,7 @@ fdstore_close(int *fds)
 
 /*
  * Take one stored region back: what it needs is there, its client lives;
- * adopt makes a region of it as a register would (control.c).
+ * adopt makes a region of it as a register would (control-orphan.c).
  */
 static void
 fdstore_take(uint64_t id, int *fds, fdstore_adopt_fn adopt)

@@ -367,7 +367,7 @@ pool_client(uint64_t id)
 
 /*
  * How a waiting hand-out finds its client again, and how its answer is
- * sent (the control plane's, set by control.c).
+ * sent (the control plane's, set by control-socket.c).
  */
 void
 pool_on_client(struct client *(*find)(uint64_t id),

@@ -401,8 +401,8 @@ reap_close_conn(int fd)
 }
 
 /*
- * Closes queued elsewhere (on the clients' contexts, control.c): n more,
- * or fewer, for reap_pending's count.
+ * Closes queued elsewhere (on the clients' contexts, control-client.c): n
+ * more, or fewer, for reap_pending's count.
  */
 static atomic_int_fast64_t reap_away;
 

@@ -47,7 +47,7 @@
 
 struct regions	 region_all = TAILQ_HEAD_INITIALIZER(region_all);
 static uint64_t	 region_next_id = 1;
-/* Told of a region the tending pass let go (control.c registers it). */
+/* Told of a region the tending pass let go (control-socket.c registers it). */
 static void	(*region_released)(struct client *);
 
 /* A reset being marked, or whose reply waits for pages our threads hold. */

@@ -17,6 +17,7 @@
 #include "resolve.h"
 #include "cost.h"
 #include "cctx.h"
+#include "control-state.h"
 #include "prep-thread.h"
 #include "scrub.h"
 #include "uffd.h"
@@ -94,7 +95,10 @@ struct region {
 	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
 	atomic_int		 stray_n;	/* times in a row */
 
-	/* Before it serves (prep.c), and the register's reply (control.c). */
+	/*
+	 * Before it serves (prep.c), and the register's reply: control.c's
+	 * slice (control-state.h).
+	 */
 	int			 prep_kind;	/* PREP_*: work left */
 	struct prep_job		*prep;		/* queued, running or NULL */
 	struct prep_job		 prep_slot;	/* what prep points to */
@@ -102,10 +106,7 @@ struct region {
 	int			 fresh;		/* new state: no magic yet */
 	int			 started;	/* region_start() done */
 	uint64_t		 garbage_found;	/* garbage at register */
-	struct client		*waiter;	/* r->client waiting for the
-						   reply to seq, or NULL */
-	uint32_t		 waiter_seq;
-	int			 waiter_answer;	/* enum control_answer */
+	struct control_slice	 reply;		/* control.c's slice */
 
 	/* Faults trapped only while it holds garbage (intercept.c). */
 	atomic_int		 intercepting;	/* MISSING | MINOR registered */
@@ -131,9 +132,6 @@ struct region {
 	int			 arm_failed;
 	/* Called once ctx_switch is done (a register's answer waits). */
 	void			(*switched_cb)(struct region *);
-	uint64_t		 answer_cid;
-	uint32_t		 answer_seq;
-	int			 answer;	/* enum control_answer */
 	int			 arming;	/* ctx_arm in flight */
 	int			 arm_error;
 	void			(*arm_cb)(struct region *, int, void *);
@@ -172,7 +170,7 @@ struct client {
 	int			 paused;	/* not read: a reply waits */
 	int			 broken;	/* a reply failed: drop it */
 	int			 backlog;	/* paused: its context's queue
-						   is full (control.c) */
+						   is full (control-client.h) */
 	struct cctx		*ctx;		/* its process's (cctx.c) */
 };
 TAILQ_HEAD(clients, client);

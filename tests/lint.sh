@@ -227,6 +227,7 @@ lib/mappers.h 1		lib/uffdio.c 1		lib/uffdio.h 1
 daemon/worker.c 2	daemon/worker.h 2
 # 3 page path: the region object, faults, events, scrub, intercept, cost
 daemon/region.h 3	daemon/region-page.c 3
+daemon/control-state.h 3	# control's slice of struct region, typed low
 daemon/uffd.c 3		daemon/uffd.h 3
 daemon/fault.c 3		daemon/fault.h 3
 daemon/scrub.c 3	daemon/scrub.h 3
@@ -240,7 +241,12 @@ daemon/fdstore.c 4	daemon/fdstore.h 4
 daemon/pool.c 4		daemon/pool.h 4
 daemon/pool-fill.c 4	daemon/pool-fill.h 4
 # 5 control: the socket, its requests, the status replies
-daemon/control.c 5	daemon/control-pool.c 5	daemon/control.h 5
+daemon/control.c 5	daemon/control.h 5
+daemon/control-client.c 5	daemon/control-client.h 5
+daemon/control-limits.c 5	daemon/control-limits.h 5
+daemon/control-orphan.c 5	daemon/control-orphan.h 5
+daemon/control-pool.c 5	daemon/control-pool.h 5
+daemon/control-socket.c 5	daemon/control-socket.h 5
 daemon/status.c 5	daemon/status.h 5
 # 6 main
 daemon/hpzerod.c 6
