@@ -150,23 +150,34 @@ control_close_done(struct cctx_job *j)
 	cctx_put(x);
 }
 
-void
-control_close_fd(int fd)
+/*
+ * Close fd on c's context (the close may wait on what c controls: a FUSE
+ * server's FLUSH, its inode lock), or here at once through fallback when
+ * c has none or there is no memory for the job.
+ */
+static void
+control_close_on(struct client *c, int fd, void (*work)(struct cctx_job *),
+    void (*fallback)(int), const char *what)
 {
-	struct client		*c = control_current;
 	struct control_close	*k;
 
 	if (c == NULL || c->ctx == NULL ||
 	    (k = calloc(1, sizeof(*k))) == NULL) {
-		reap_close(fd);
+		fallback(fd);
 		return;
 	}
 	k->fd = fd;
 	k->cid = c->id;
 	cctx_hold(c->ctx);
 	reap_away_add(1);
-	(void)cctx_submit(c->ctx, &k->job, control_close_work,
-	    control_close_done, k, "close of a descriptor it passed");
+	(void)cctx_submit(c->ctx, &k->job, work, control_close_done, k, what);
+}
+
+void
+control_close_fd(int fd)
+{
+	control_close_on(control_current, fd, control_close_work, reap_close,
+	    "close of a descriptor it passed");
 }
 
 static void
@@ -180,19 +191,8 @@ control_conn_work(struct cctx_job *j)
 static void
 control_close_conn(struct client *c)
 {
-	struct control_close	*k;
-
-	if (c->ctx == NULL || (k = calloc(1, sizeof(*k))) == NULL) {
-		reap_close_conn(c->fd);
-		return;
-	}
-	k->fd = c->fd;
-	k->cid = c->id;
-	cctx_hold(c->ctx);
-	reap_away_add(1);
-	(void)cctx_submit(c->ctx, &k->job, control_conn_work,
-	    control_close_done, k, "close of its connection (fds still in "
-	    "flight in it)");
+	control_close_on(c, c->fd, control_conn_work, reap_close_conn,
+	    "close of its connection (fds still in flight in it)");
 }
 
 /* End a session and release everything it had. */
