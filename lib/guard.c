@@ -411,48 +411,37 @@ lib_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 	return (0);
 }
 
+/* Read what waits in a region's uffd onto the queue (uffdio_map's pump). */
+static int
+lib_map_pump(void *arg)
+{
+	return ((int)lib_serve_read(arg));
+}
+
 /*
- * Map [idx, idx+n) in our own process.  EAGAIN means a non-cooperative
- * event (unmap, remap, remove) is changing the mm and waits for someone to
- * read it: that is us, so read (the messages queue up, handled in order)
- * and try again; wait on the uffd rather than spin when nothing is there.
+ * Map [idx, idx+n) in our own process (uffdio_map).  EAGAIN means a
+ * non-cooperative event (unmap, remap, remove) is changing the mm and
+ * waits for someone to read it: that is us, so read (the messages queue
+ * up, handled in order) and try again; wait on the uffd rather than spin
+ * when nothing is there.  Our own mm settles: 1000 ioctls at most.
  */
 static int
 lib_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
 {
-	struct lib_region	*lr = rs->arg;
-	struct uffdio_continue	 uc;
-	struct pollfd		 pfd;
-	uint64_t		 addr = lr->addr + idx * lr->page_size;
-	uint64_t		 len = n * lr->page_size, mapped = 0;
-	int			 tries, error = EAGAIN;
+	struct lib_region		*lr = rs->arg;
+	struct uffdio_map_policy	 p = {
+		.tries = 1000,
+		.per_ioctl = 1,
+		.partial_now = 0,
+		.poll_ms = 1,
+		.poll_once = 0,
+		.pump = lib_map_pump,
+		.watch = NULL,
+		.arg = lr,
+	};
 
-	for (tries = 0; tries < 1000; tries++) {
-		memset(&uc, 0, sizeof(uc));
-		uc.range.start = addr;
-		uc.range.len = len;
-		if (ioctl(lr->uffd, UFFDIO_CONTINUE, &uc) == 0) {
-			*done = n;
-			return (0);
-		}
-		error = errno;
-		if (uc.mapped > 0 && (uint64_t)uc.mapped < len) {
-			addr += (uint64_t)uc.mapped;
-			len -= (uint64_t)uc.mapped;
-			mapped += (uint64_t)uc.mapped;
-		}
-		if (error == EINTR)
-			continue;
-		if (error != EAGAIN)
-			break;
-		if (lib_serve_read(lr) == 0) {
-			pfd.fd = lr->uffd;
-			pfd.events = POLLIN;
-			(void)poll(&pfd, 1, 1);
-		}
-	}
-	*done = mapped / lr->page_size;
-	return (-error);
+	return (uffdio_map(lr->uffd, lr->addr + idx * lr->page_size,
+	    n * lr->page_size, lr->page_size, &p, done));
 }
 
 static void
