@@ -1,6 +1,6 @@
 /*
  * uffdio.c - the userfaultfd ioctls that hpzerod (daemon/intercept.c,
- * daemon/fault.c, daemon/uffd.c) and libhpz's fallback (guard.c) both
+ * daemon/fault.c, daemon/uffd.c) and libhpz's fallback (serve.c) both
  * make: register a range, wake its waiters, map a range with the EAGAIN
  * pump, and the test that tells a page refused with EFAULT from one past
  * the end of its file.

@@ -1,11 +1,12 @@
 /*
- * guard.c - libhpz when hpzerod goes away.  A guard thread watches the
- * connection; when it ends (crash, kill, watchdog, restart) the guard tries
- * to connect again every LIB_RETRY_MS and registers every region again on
- * the same userfaultfd, backing file and page-state memfd, so that the new
- * daemon adopts the state.  If no daemon answers within HPZ_FALLBACK_MS, the
- * guard takes each region's server lock and serves the faults itself with
- * the daemon's own resolve transaction (resolve.c), until a daemon is back.
+ * serve.c - libhpz when hpzerod goes away: its fallback fault server.  A
+ * guard thread watches the connection; when it ends (crash, kill,
+ * watchdog, restart) the guard tries to connect again every LIB_RETRY_MS
+ * and registers every region again on the same userfaultfd, backing file
+ * and page-state memfd, so that the new daemon adopts the state.  If no
+ * daemon answers within HPZ_FALLBACK_MS, the guard takes each region's
+ * server lock and serves the faults itself with the daemon's own resolve
+ * transaction (resolve.c) and map loop (uffdio.c), until a daemon is back.
  *
  * Locks: lib_lock (client.c) owns the connection and may be held across
  * anything, madvise included, which with non-cooperative uffd events waits
@@ -581,7 +582,7 @@ lib_serve_uffd(struct lib_region *lr)
 	lib_qn = 0;
 	if (lib_serve_read(lr) == 0)
 		return;
-	/* lib_continue may read more onto the queue: copy each out. */
+	/* lib_op_map may read more onto the queue: copy each out. */
 	for (i = 0; i < lib_qn; i++) {
 		msg = lib_q[i];
 		lib_serve_msg(lr, &msg);
