@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -493,19 +492,28 @@ uffd_read_cb(int fd, short events, void *arg)
 	uffd_read(arg, NULL);
 }
 
+/* Whose uffd uffd_map maps on: a region or one of its children. */
+struct uffd_mapper {
+	struct region	*r;
+	struct ufork	*f;
+	struct worker	*self;
+};
+
 /*
  * Read what waits in a uffd of r, so that an ioctl refused with EAGAIN
  * (the client's mm is changing: an event is pending) may go through.
  * Returns how many messages were read.
  */
 static int
-uffd_pump(struct region *r, struct ufork *f, struct worker *self)
+uffd_pump(void *arg)
 {
-	int	i, n, total = 0;
+	struct uffd_mapper	*m = arg;
+	struct region		*r = m->r;
+	int			 i, n, total = 0;
 
 	pthread_mutex_lock(&r->events.evlock);
 	for (i = 0; i < UFFD_PUMP_BATCHES; i++) {
-		if ((n = uffd_batch(r, f, self)) <= 0)
+		if ((n = uffd_batch(r, m->f, m->self)) <= 0)
 			break;
 		total += n;
 	}
@@ -513,63 +521,48 @@ uffd_pump(struct region *r, struct ufork *f, struct worker *self)
 	return (total);
 }
 
+/* A map may wait on the client's mm: watched (worker.c). */
+static void
+uffd_map_watch(void *arg, int on)
+{
+	struct uffd_mapper	*m = arg;
+	struct region		*r = m->r;
+
+	if (on)
+		worker_ioctl_enter(uffd_mm(r, m->f), r->id, (int)r->pid,
+		    r->owner);
+	else
+		worker_ioctl_leave();
+}
+
 /*
- * UFFDIO_CONTINUE [addr, addr+len) on a uffd of r.  EAGAIN means an event
- * is pending, or the thread that raised one has not run since we read it:
- * read and handle what is there (faults read with it are queued), then try
- * again; once nothing was there, wait for the uffd one short poll, once.
- * Past that the mm is the client's to settle: -EAGAIN, and the caller
- * tries again later without holding anything, so a client whose thread
- * stops in the middle of an munmap parks its own faults, not a worker.
- * A part mapped before the kernel stopped is skipped (the kernel woke it).
+ * UFFDIO_CONTINUE [addr, addr+len) on a uffd of r (uffdio_map).  EAGAIN
+ * means an event is pending, or the thread that raised one has not run
+ * since we read it: read and handle what is there (faults read with it
+ * are queued), then try again; once nothing was there, wait for the uffd
+ * one short poll, once.  Past that the mm is the client's to settle:
+ * -EAGAIN, and the caller tries again later without holding anything, so
+ * a client whose thread stops in the middle of an munmap parks its own
+ * faults, not a worker.  tries counts the EAGAINs that made no progress.
  * 0, or a negative errno with *done pages mapped before the one refused.
  */
 int
 uffd_map(struct worker *self, struct region *r, struct ufork *f,
     uint64_t addr, uint64_t len, int tries, uint64_t *done)
 {
-	struct uffdio_continue	uc;
-	struct pollfd		pfd;
-	uint64_t		mapped = 0;
-	int			polled = 0, error;
+	struct uffd_mapper		m = { r, f, self };
+	struct uffdio_map_policy	p = {
+		.tries = tries,
+		.per_ioctl = 0,
+		.partial_now = 1,
+		.poll_ms = UFFD_SETTLE_POLL_MS,
+		.poll_once = 1,
+		.pump = uffd_pump,
+		.watch = uffd_map_watch,
+		.arg = &m,
+	};
 
-	for (;;) {
-		memset(&uc, 0, sizeof(uc));
-		uc.range.start = addr;
-		uc.range.len = len;
-		/* It may wait on the client's mm: watched (worker.c). */
-		worker_ioctl_enter(uffd_mm(r, f), r->id, (int)r->pid,
-		    r->owner);
-		if (ioctl(uffd_fd(r, f), UFFDIO_CONTINUE, &uc) == 0) {
-			worker_ioctl_leave();
-			*done = (mapped + len) / r->page_size;
-			return (0);
-		}
-		error = errno;
-		worker_ioctl_leave();
-		if (uc.mapped > 0 && (uint64_t)uc.mapped < len) {
-			addr += (uint64_t)uc.mapped;
-			len -= (uint64_t)uc.mapped;
-			mapped += (uint64_t)uc.mapped;
-			if (error == EAGAIN)
-				continue;	/* partial: the rest, now */
-		}
-		if (error == EINTR)
-			continue;
-		if (error != EAGAIN || --tries <= 0)
-			break;
-		if (uffd_pump(r, f, self) > 0)
-			continue;
-		if (polled)
-			break;
-		pfd.fd = uffd_fd(r, f);
-		pfd.events = POLLIN;
-		pfd.revents = 0;
-		(void)poll(&pfd, 1, UFFD_SETTLE_POLL_MS);
-		polled = 1;
-	}
-	*done = mapped / r->page_size;
-	return (-error);
+	return (uffdio_map(uffd_fd(r, f), addr, len, r->page_size, &p, done));
 }
 
 /*

@@ -4,7 +4,7 @@
  * steps, hpz_unregister, hpz_reset, hpz_set_policy, hpz_status,
  * hpz_list_regions, hpz_page_size, hpz_strerror.  The connection is
  * conn.c's, the records of our regions registry.c's; while hpzerod is
- * away guard.c serves.
+ * away serve.c serves.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -417,7 +417,7 @@ lib_register_state(struct lib_registering *rg)
 
 	if ((lr->sfd = lib_state_create(lr->npages)) < 0)
 		return (lr->sfd);
-	/* Ours to read, and to write while the daemon is away (guard.c). */
+	/* Ours to read, and to write while the daemon is away (serve.c). */
 	lr->smap = mmap(NULL, HPZ_STATE_SIZE(lr->npages),
 	    PROT_READ | PROT_WRITE, MAP_SHARED, lr->sfd, 0);
 	if (lr->smap == MAP_FAILED) {
@@ -510,7 +510,7 @@ hpz_register(const struct hpz_region *region)
 
 	/*
 	 * Only now: with uffd remove events on, the zap waits until someone
-	 * reads the event, the daemon (or guard.c), which must know the
+	 * reads the event, the daemon (or serve.c), which must know the
 	 * region.  Pages the daemon mapped meanwhile fault once more.
 	 */
 	if (rg.rezap && madvise(region->addr, region->len,

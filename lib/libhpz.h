@@ -42,7 +42,7 @@ struct lib_region {
 	void			*smap;		/* the state memfd, mapped */
 	_Atomic uint8_t		*state;		/* its page bytes */
 
-	/* While libhpz serves the region itself (guard.c). */
+	/* While libhpz serves the region itself (serve.c). */
 	int			 serving;
 	int			 trapping;	/* registered for faults (else
 						   the kernel serves them) */
@@ -51,7 +51,7 @@ struct lib_region {
 	int			 gone;		/* unmapped: serve no more */
 };
 
-/* Where libhpz stands with hpzerod (guard.c, under lib_rlock). */
+/* Where libhpz stands with hpzerod (serve.c, under lib_rlock). */
 enum lib_mode {
 	LIB_CONNECTED,		/* the daemon serves our regions (or none) */
 	LIB_LOST,		/* connection gone, nobody serves yet */
@@ -88,7 +88,7 @@ int		 lib_overlaps(uintptr_t addr, size_t len);
 int		 lib_is_registered(const struct hpz_region *region);
 void		 lib_forget(const struct hpz_region *region);
 
-/* guard.c */
+/* serve.c */
 extern pthread_mutex_t	 lib_rlock;
 void		 lib_guard_start(void);
 void		 lib_guard_fork_child(void);

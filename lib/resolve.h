@@ -3,7 +3,7 @@
  * decide from their state (state_fault_action), populate or clear them,
  * say they are cleared, map them, release them.  hpzerod's fault workers
  * (uffd.c), its background scrub and premap (scrub.c) and libhpz's own
- * fallback (guard.c) all resolve pages through resolve_run(); what differs
+ * fallback (serve.c) all resolve pages through resolve_run(); what differs
  * between them (how to clear, populate, map, wake) is a table of
  * operations, and whether a caller may wait is whether it parks.
  *

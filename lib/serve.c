@@ -1,11 +1,12 @@
 /*
- * guard.c - libhpz when hpzerod goes away.  A guard thread watches the
- * connection; when it ends (crash, kill, watchdog, restart) the guard tries
- * to connect again every LIB_RETRY_MS and registers every region again on
- * the same userfaultfd, backing file and page-state memfd, so that the new
- * daemon adopts the state.  If no daemon answers within HPZ_FALLBACK_MS, the
- * guard takes each region's server lock and serves the faults itself with
- * the daemon's own resolve transaction (resolve.c), until a daemon is back.
+ * serve.c - libhpz when hpzerod goes away: its fallback fault server.  A
+ * guard thread watches the connection; when it ends (crash, kill,
+ * watchdog, restart) the guard tries to connect again every LIB_RETRY_MS
+ * and registers every region again on the same userfaultfd, backing file
+ * and page-state memfd, so that the new daemon adopts the state.  If no
+ * daemon answers within HPZ_FALLBACK_MS, the guard takes each region's
+ * server lock and serves the faults itself with the daemon's own resolve
+ * transaction (resolve.c) and map loop (uffdio.c), until a daemon is back.
  *
  * Locks: lib_lock (client.c) owns the connection and may be held across
  * anything, madvise included, which with non-cooperative uffd events waits
@@ -411,48 +412,37 @@ lib_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 	return (0);
 }
 
+/* Read what waits in a region's uffd onto the queue (uffdio_map's pump). */
+static int
+lib_map_pump(void *arg)
+{
+	return ((int)lib_serve_read(arg));
+}
+
 /*
- * Map [idx, idx+n) in our own process.  EAGAIN means a non-cooperative
- * event (unmap, remap, remove) is changing the mm and waits for someone to
- * read it: that is us, so read (the messages queue up, handled in order)
- * and try again; wait on the uffd rather than spin when nothing is there.
+ * Map [idx, idx+n) in our own process (uffdio_map).  EAGAIN means a
+ * non-cooperative event (unmap, remap, remove) is changing the mm and
+ * waits for someone to read it: that is us, so read (the messages queue
+ * up, handled in order) and try again; wait on the uffd rather than spin
+ * when nothing is there.  Our own mm settles: 1000 ioctls at most.
  */
 static int
 lib_op_map(struct resolve *rs, uint64_t idx, uint64_t n, uint64_t *done)
 {
-	struct lib_region	*lr = rs->arg;
-	struct uffdio_continue	 uc;
-	struct pollfd		 pfd;
-	uint64_t		 addr = lr->addr + idx * lr->page_size;
-	uint64_t		 len = n * lr->page_size, mapped = 0;
-	int			 tries, error = EAGAIN;
+	struct lib_region		*lr = rs->arg;
+	struct uffdio_map_policy	 p = {
+		.tries = 1000,
+		.per_ioctl = 1,
+		.partial_now = 0,
+		.poll_ms = 1,
+		.poll_once = 0,
+		.pump = lib_map_pump,
+		.watch = NULL,
+		.arg = lr,
+	};
 
-	for (tries = 0; tries < 1000; tries++) {
-		memset(&uc, 0, sizeof(uc));
-		uc.range.start = addr;
-		uc.range.len = len;
-		if (ioctl(lr->uffd, UFFDIO_CONTINUE, &uc) == 0) {
-			*done = n;
-			return (0);
-		}
-		error = errno;
-		if (uc.mapped > 0 && (uint64_t)uc.mapped < len) {
-			addr += (uint64_t)uc.mapped;
-			len -= (uint64_t)uc.mapped;
-			mapped += (uint64_t)uc.mapped;
-		}
-		if (error == EINTR)
-			continue;
-		if (error != EAGAIN)
-			break;
-		if (lib_serve_read(lr) == 0) {
-			pfd.fd = lr->uffd;
-			pfd.events = POLLIN;
-			(void)poll(&pfd, 1, 1);
-		}
-	}
-	*done = mapped / lr->page_size;
-	return (-error);
+	return (uffdio_map(lr->uffd, lr->addr + idx * lr->page_size,
+	    n * lr->page_size, lr->page_size, &p, done));
 }
 
 static void
@@ -592,7 +582,7 @@ lib_serve_uffd(struct lib_region *lr)
 	lib_qn = 0;
 	if (lib_serve_read(lr) == 0)
 		return;
-	/* lib_continue may read more onto the queue: copy each out. */
+	/* lib_op_map may read more onto the queue: copy each out. */
 	for (i = 0; i < lib_qn; i++) {
 		msg = lib_q[i];
 		lib_serve_msg(lr, &msg);
