@@ -5,8 +5,9 @@
  * line below.  From these lines come: struct stats (the daemon's atomics,
  * daemon/stats.h), struct hpz_msg_status_reply (the wire, hpz-protocol.h),
  * struct hpz_status (libhpz's API, hpz.h), the daemon's copy into the reply
- * (daemon/stats.c), libhpz's copy out of it (lib/client.c), and hpzctl's
- * table, JSON keys and Prometheus metrics (client/hpzctl.c).
+ * (daemon/status.c), libhpz's copy out of it (lib/client.c), and hpzctl's
+ * table and JSON keys (client/hpzctl-stats.c) and Prometheus metrics
+ * (client/hpzctl-prom.c).
  *
  * A group is written HPZ_COUNTERS_x(D, V): D is called for a number the
  * daemon counts in struct stats, copied into the reply as it is; V for one
