@@ -11,7 +11,7 @@
  *
  * A group is written HPZ_COUNTERS_x(D, V): D is called for a number the
  * daemon counts in struct stats, copied into the reply as it is; V for one
- * the daemon works out when it answers (stats_fill and control-limits.c
+ * the daemon works out when it answers (status_fill and control-limits.c
  * fill it by hand).  Both take, in this order:
  *
  *	name	the field in every struct, the hpzctl stats name, the JSON key
