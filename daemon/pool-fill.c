@@ -186,6 +186,12 @@ pool_pick_file(const struct pool_file *files, int nfiles, uint64_t want)
 void
 pool_file_drop(struct pool_file *f)
 {
+	if (f->fd < 0 && f->map != NULL) {
+		/* No file, no mapping of ours: whatever is there now is not. */
+		log_warnx("pool: an empty file slot still named a mapping "
+		    "(%p): left alone", (void *)f->map);
+		f->map = NULL;
+	}
 	if (f->map != NULL)
 		munmap(f->map, f->maplen);
 	f->map = NULL;
@@ -464,9 +470,16 @@ pool_cut(struct pool *p, uint64_t n, int yield)
 		ok = ftruncate(f->fd, (off_t)(keep * p->page_size)) == 0;
 	pthread_mutex_lock(&p->lock);
 	f->busy = 0;
-	if (keep == 0)
+	if (keep == 0) {
+		/*
+		 * The slot is empty: its mapping went with the copy.  A map
+		 * left here was unmapped again by pool_stop, at an address
+		 * the process had reused meanwhile (a thread's stack: the
+		 * daemon died of SIGSEGV in pthread_join as it stopped).
+		 */
 		f->fd = -1;
-	else if (ok) {
+		f->map = NULL;
+	} else if (ok) {
 		/* Its size is what it holds: it grows no more. */
 		f->next = f->done = keep;
 		f->cap = keep;
