@@ -218,10 +218,17 @@ pd_kill(struct pd *d, int sig)
 	d->pid = pd_pid = -1;
 }
 
-/* A clean stop: exit status 0. */
+/*
+ * A clean stop: exit status 0, and no file slot of the pool left naming
+ * a mapping once its file was gone (pool_file_drop says so and leaves
+ * the address alone; it was unmapped twice before, at an address since
+ * reused, and the daemon died of SIGSEGV as it stopped).
+ */
 static void
 pd_stop(struct pd *d)
 {
+	char	line[512];
+	FILE	*f;
 	int	status;
 
 	cr_assert_eq(kill(d->pid, SIGTERM), 0);
@@ -229,6 +236,12 @@ pd_stop(struct pd *d)
 	pd_pid = -1;
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	    "hpzerod exit status 0x%x", status);
+	if ((f = fopen(d->log, "r")) != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			cr_expect_null(strstr(line, "empty file slot"),
+			    "hpzerod: %s", line);
+		fclose(f);
+	}
 	d->pid = -1;
 	unlink(d->sock);
 	unlink(d->conf);
@@ -932,6 +945,48 @@ Test(pool, one_uid_looping_on_take_cannot_keep_the_pool_empty)
 	    "uid looped on POOL_TAKE (exit %d; refused %llu)", got,
 	    pd_pool().refused);
 	pd_stop(&d);
+}
+
+/*
+ * The host needs every page of the pool: its one file goes back whole.
+ * The slot must forget the file's mapping with it (pd_stop reads the
+ * log): before the fix it kept the address, and the daemon unmapped it
+ * again as it stopped, by then a thread's stack in 2 of 8 stops.
+ */
+Test(pool, a_file_given_back_whole_leaves_no_mapping_behind)
+{
+	struct pd		 d;
+	unsigned char		*a;
+	char			 conf[256];
+	long			 avail;
+	int			 fa, i;
+
+	itest_need_pages(2048, 16 + 16);
+	avail = pd_host_avail();
+	/* The pool: one file of 16 pages, the reserve all the rest. */
+	snprintf(conf, sizeof(conf), "[pool]\nsize_2m = 32M\n"
+	    "reserve_2m = %ldM\n", (avail - 16) * 2);
+	pd_start(&d, conf);
+	pd_wait_ready(16);
+	/* A plain program maps the reserve: the host has none left. */
+	fa = memfd_create("plain", MFD_HUGETLB | MFD_HUGE_2MB);
+	cr_assert_geq(fa, 0);
+	cr_assert_eq(ftruncate(fa, (off_t)((avail - 16) * PD_PAGE)), 0);
+	a = mmap(NULL, (size_t)(avail - 16) * PD_PAGE, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fa, 0);
+	cr_assert_neq(a, MAP_FAILED, "a plain program could not map the "
+	    "reserve (%ld pages): %s", avail - 16, strerror(errno));
+	for (i = 0; i < 1000 * itest_wait_scale(); i++) {
+		if (pd_pool().ready_pages == 0)
+			break;
+		usleep(10 * 1000);
+	}
+	cr_assert_eq(pd_pool().ready_pages, 0, "the pool kept %llu pages "
+	    "while the host had none above its reserve",
+	    pd_pool().ready_pages);
+	pd_stop(&d);
+	munmap(a, (size_t)(avail - 16) * PD_PAGE);
+	close(fa);
 }
 
 Test(pool, follows_the_host_and_a_plain_program_still_maps_the_reserve)
