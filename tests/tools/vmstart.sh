@@ -474,7 +474,7 @@ size_1g() {
 					# wall time it had a page in flight.
 					echo "$rs ${r0:-0} $(awk -v f="$((f1 - f0))" \
 					    -v n="$((n1 - n0))" -v p="$PKB" 'BEGIN {
-						printf "%.2f", n > 0 ? f * p * 1024 / n : 0 }')" >>"$refill"
+						printf "%.2f", (n > 0 ? f * p * 1024 / n : 0) }')" >>"$refill"
 					say "$sz round $r/$RUNS: pool refill after $c: $rs s (it held ${r0:-?} of $pages at the exit)"
 				else
 					# Untimed: the next row starts with the pool at
