@@ -514,6 +514,6 @@ cost_demand(void)
 	}
 	if ((running = atomic_load(&cost_running)) < 0)
 		return (-1);
-	ours = worker_awake() + atomic_load(&hpzd_busy);
+	ours = atomic_load(&hpzd_busy);
 	return (running > ours ? running - ours : 0);
 }

@@ -21,7 +21,11 @@
 
 struct event_base	*hpzd_base;
 uint64_t		 hpzd_start_ns;
-/* Our background threads at work now: scrub, pool fillers (cost.c). */
+/*
+ * Our threads awake now (cost.c: the CPUs others use are the runnable
+ * threads less these): workers not asleep (at work or spinning), scrub,
+ * pool fillers.  Each counts itself in while awake.
+ */
 atomic_int		 hpzd_busy;
 
 /* Wakes the main thread for what only it may do (hpzd_kick). */

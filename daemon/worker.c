@@ -739,18 +739,6 @@ worker_cancel(struct region *r, struct workq *out)
 	pthread_mutex_unlock(&worker_defer_lock);
 }
 
-/* Workers not asleep right now: at work or spinning (cost.c). */
-int
-worker_awake(void)
-{
-	int	i, n = 0, live = atomic_load(&worker_nlive);
-
-	for (i = 0; i < live; i++)
-		if (!atomic_load(&workers[i].sleeping))
-			n++;
-	return (n);
-}
-
 /* Workers other than self idle and spinning (not asleep) right now. */
 int
 worker_spinning(const struct worker *self)
@@ -892,6 +880,7 @@ worker_main(void *arg)
 	worker_placed++;
 	pthread_cond_signal(&worker_placed_cond);
 	pthread_mutex_unlock(&worker_placed_lock);
+	atomic_fetch_add(&hpzd_busy, 1);	/* awake: cost.c */
 	for (;;) {
 		if ((item = worker_pop(w)) != NULL) {
 			atomic_store(&w->idle, 0);
@@ -907,7 +896,9 @@ worker_main(void *arg)
 		if (worker_spin(w))
 			continue;
 		atomic_store(&w->sleeping, 1);
+		atomic_fetch_sub(&hpzd_busy, 1);
 		if (atomic_load(&w->pending) != 0 || w->stop) {
+			atomic_fetch_add(&hpzd_busy, 1);
 			atomic_store(&w->sleeping, 0);
 			continue;
 		}
@@ -923,8 +914,10 @@ worker_main(void *arg)
 		if ((pfd.revents & POLLIN) &&
 		    read(w->efd, &v, sizeof(v)) == -1 && errno != EINTR)
 			fatal("worker %d: read eventfd", w->id);
+		atomic_fetch_add(&hpzd_busy, 1);
 		atomic_store(&w->sleeping, 0);
 	}
+	atomic_fetch_sub(&hpzd_busy, 1);
 	return (NULL);
 }
 

@@ -91,7 +91,6 @@ int		 worker_assist(struct clear_job *, struct region *, int node,
 void		 worker_defer(struct work *, uint64_t delay_ns);
 void		 worker_cancel(struct region *, struct workq *out);
 int		 worker_spinning(const struct worker *self);
-int		 worker_awake(void);
 int		 worker_poll_add(int (*read)(void *, struct worker *), void *arg,
 		    int node);
 void		 worker_poll_remove(void *arg);

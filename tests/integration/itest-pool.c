@@ -948,6 +948,27 @@ Test(pool, one_uid_looping_on_take_cannot_keep_the_pool_empty)
 }
 
 /*
+ * A program without hpzerod maps n 2 MiB pages, MAP_SHARED as QEMU does:
+ * hugetlb reserves them all at mmap, at once, before any yield.  The
+ * mapping, its file in *fd; asserts it mapped.
+ */
+static unsigned char *
+pd_plain_map(long n, int *fd)
+{
+	unsigned char	*a;
+
+	*fd = memfd_create("plain", MFD_HUGETLB | MFD_HUGE_2MB);
+	cr_assert_geq(*fd, 0);
+	cr_assert_eq(ftruncate(*fd, (off_t)(n * PD_PAGE)), 0);
+	a = mmap(NULL, (size_t)n * PD_PAGE, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, *fd, 0);
+	cr_assert_neq(a, MAP_FAILED, "a plain program could not map the "
+	    "reserve (%ld pages) while the pool held %llu: %s", n,
+	    pd_pool().ready_pages, strerror(errno));
+	return (a);
+}
+
+/*
  * The host needs every page of the pool: its one file goes back whole.
  * The slot must forget the file's mapping with it (pd_stop reads the
  * log): before the fix it kept the address, and the daemon unmapped it
@@ -969,13 +990,7 @@ Test(pool, a_file_given_back_whole_leaves_no_mapping_behind)
 	pd_start(&d, conf);
 	pd_wait_ready(16);
 	/* A plain program maps the reserve: the host has none left. */
-	fa = memfd_create("plain", MFD_HUGETLB | MFD_HUGE_2MB);
-	cr_assert_geq(fa, 0);
-	cr_assert_eq(ftruncate(fa, (off_t)((avail - 16) * PD_PAGE)), 0);
-	a = mmap(NULL, (size_t)(avail - 16) * PD_PAGE, PROT_READ | PROT_WRITE,
-	    MAP_SHARED, fa, 0);
-	cr_assert_neq(a, MAP_FAILED, "a plain program could not map the "
-	    "reserve (%ld pages): %s", avail - 16, strerror(errno));
+	a = pd_plain_map(avail - 16, &fa);
 	for (i = 0; i < 1000 * itest_wait_scale(); i++) {
 		if (pd_pool().ready_pages == 0)
 			break;
@@ -1006,18 +1021,8 @@ Test(pool, follows_the_host_and_a_plain_program_still_maps_the_reserve)
 	pd_start(&d, conf);
 	p = pd_wait_ready(24);
 	cr_assert_eq(p.target_pages, 24);
-	/*
-	 * A program without hpzerod maps the reserve, MAP_SHARED as QEMU
-	 * does: hugetlb reserves it all at mmap, at once, before any yield.
-	 */
-	fa = memfd_create("plain", MFD_HUGETLB | MFD_HUGE_2MB);
-	cr_assert_geq(fa, 0);
-	cr_assert_eq(ftruncate(fa, (off_t)((avail - 24) * PD_PAGE)), 0);
-	a = mmap(NULL, (size_t)(avail - 24) * PD_PAGE, PROT_READ | PROT_WRITE,
-	    MAP_SHARED, fa, 0);
-	cr_assert_neq(a, MAP_FAILED, "a plain program could not map the "
-	    "reserve (%ld pages) while the pool held %llu: %s", avail - 24,
-	    pd_pool().ready_pages, strerror(errno));
+	/* A program without hpzerod maps the reserve. */
+	a = pd_plain_map(avail - 24, &fa);
 	/* The pool gives back to bring the host to its reserve again. */
 	fb = memfd_create("plain2", MFD_HUGETLB | MFD_HUGE_2MB);
 	cr_assert_geq(fb, 0);
