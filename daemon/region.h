@@ -29,6 +29,11 @@ struct region_reset;
 TAILQ_HEAD(region_resets, region_reset);
 
 struct region {
+	/*
+	 * Identity and geometry: set by the register (region-check.c,
+	 * region.c) before the region is on any list, and read, never
+	 * written, by every layer after.
+	 */
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
 	TAILQ_ENTRY(region)	 all;		/* every region */
 	struct client		*client;
@@ -45,6 +50,10 @@ struct region {
 	dev_t			 dev;
 	ino_t			 ino;
 
+	/*
+	 * Its descriptors and our mappings of its files: set by the register,
+	 * let go by the teardown (region.c) on its client's context.
+	 */
 	int			 uffd;
 	int			 fd;
 	int			 sfd;		/* page-state memfd */
@@ -61,6 +70,7 @@ struct region {
 	_Atomic uint8_t		*state;		/* npages entries, in smap */
 	struct event		*ev;
 
+	/* Lifetime: work in flight, resets, who holds which page. */
 	atomic_int		 inflight;	/* queued, parked or running work */
 	pthread_mutex_t		 lock;
 	pthread_cond_t		 cond;		/* inflight fell */
@@ -69,6 +79,7 @@ struct region {
 	struct event		*reset_ev;	/* the next slice of a reset */
 	atomic_uint_fast64_t	 tamper_log_ns;	/* last warning of tampering */
 
+	/* Its client, for routing its work (worker.c). */
 	int			 node;		/* client's preferred node or -1 */
 	pid_t			 pid;		/* client, for THREAD_ID lookups */
 	uint32_t		 owner;		/* its client's uid, for the workers'
