@@ -31,8 +31,10 @@ TAILQ_HEAD(region_resets, region_reset);
 struct region {
 	/*
 	 * Identity and geometry: set by the register (region-check.c,
-	 * region.c) before the region is on any list, and read, never
-	 * written, by every layer after.
+	 * region.c) before the region is on any list, read by every layer.
+	 * Changed after only by region.c (client and id when the region
+	 * moves to another connection, flags on a reset) and by the uffd
+	 * events' remap (addr, through region_set_addr).
 	 */
 	TAILQ_ENTRY(region)	 entry;		/* client's list */
 	TAILQ_ENTRY(region)	 all;		/* every region */
