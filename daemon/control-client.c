@@ -129,6 +129,7 @@ struct control_close {
 	struct cctx_job	job;
 	uint64_t	cid;
 	int		fd;
+	int		conn;	/* its connection: fds may be in flight in it */
 };
 
 static void
@@ -136,7 +137,10 @@ control_close_work(struct cctx_job *j)
 {
 	struct control_close	*k = j->arg;
 
-	reap_close_here(k->fd);
+	if (k->conn)
+		reap_close_conn_here(k->fd);
+	else
+		reap_close_here(k->fd);
 }
 
 static void
@@ -152,46 +156,42 @@ control_close_done(struct cctx_job *j)
 
 /*
  * Close fd on c's context (the close may wait on what c controls: a FUSE
- * server's FLUSH, its inode lock), or here at once through fallback when
- * c has none or there is no memory for the job.
+ * server's FLUSH, its inode lock), or through the reaper at once when c
+ * has none or there is no memory for the job.
  */
 static void
-control_close_on(struct client *c, int fd, void (*work)(struct cctx_job *),
-    void (*fallback)(int), const char *what)
+control_close_on(struct client *c, int fd, int conn, const char *what)
 {
 	struct control_close	*k;
 
 	if (c == NULL || c->ctx == NULL ||
 	    (k = calloc(1, sizeof(*k))) == NULL) {
-		fallback(fd);
+		if (conn)
+			reap_close_conn(fd);
+		else
+			reap_close(fd);
 		return;
 	}
 	k->fd = fd;
 	k->cid = c->id;
+	k->conn = conn;
 	cctx_hold(c->ctx);
 	reap_away_add(1);
-	(void)cctx_submit(c->ctx, &k->job, work, control_close_done, k, what);
+	(void)cctx_submit(c->ctx, &k->job, control_close_work,
+	    control_close_done, k, what);
 }
 
 void
 control_close_fd(int fd)
 {
-	control_close_on(control_current, fd, control_close_work, reap_close,
+	control_close_on(control_current, fd, 0,
 	    "close of a descriptor it passed");
-}
-
-static void
-control_conn_work(struct cctx_job *j)
-{
-	struct control_close	*k = j->arg;
-
-	reap_close_conn_here(k->fd);
 }
 
 static void
 control_close_conn(struct client *c)
 {
-	control_close_on(c, c->fd, control_conn_work, reap_close_conn,
+	control_close_on(c, c->fd, 1,
 	    "close of its connection (fds still in flight in it)");
 }
 
