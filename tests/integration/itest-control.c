@@ -1546,6 +1546,7 @@ Test(control, mmap_lock_held_over_resets, .timeout = 180)
 
 static char		*ctl_walk;
 static atomic_uint	 ctl_walk_prot;
+static atomic_int	 ctl_walk_go;
 
 /*
  * mprotect over the whole populated mapping: the mmap_lock held for
@@ -1558,6 +1559,8 @@ static void *
 ctl_walker(void *arg)
 {
 	(void)arg;
+	while (!atomic_load(&ctl_walk_go))
+		usleep(1000);
 	for (;;)
 		mprotect(ctl_walk, CTL_WALK_LEN, (atomic_fetch_xor(
 		    &ctl_walk_prot, 1) & 1) ? PROT_READ : PROT_NONE);
@@ -1582,9 +1585,16 @@ ctl_attack_maps_lock(int wfd)
 	madvise(ctl_walk, CTL_WALK_LEN, MADV_NOHUGEPAGE);
 	if (madvise(ctl_walk, CTL_WALK_LEN, MADV_POPULATE_READ) != 0)
 		_exit(6);
+	/*
+	 * Every walker made before any walks: a thread's stack is an mmap,
+	 * which queues behind the walkers already at it, so making them one
+	 * by one among the others took minutes (the test ran out of its 180
+	 * s in CI's distcheck).
+	 */
 	for (i = 0; i < CTL_WALKERS; i++)
 		if (pthread_create(&th, NULL, ctl_walker, NULL) != 0)
 			_exit(7);
+	atomic_store(&ctl_walk_go, 1);
 	usleep(300 * 1000);	/* the walkers queue up */
 	(void)write(wfd, "r", 1);
 	for (;;)
