@@ -160,6 +160,7 @@ static struct wk_shared	*wk_sh;
 static unsigned char	*wk_reg;
 static size_t		 wk_span;	/* region and the big mapping */
 static atomic_uint	 wk_prot;	/* the next mprotect: 1 writable */
+static atomic_int	 wk_go;		/* every protector made: walk */
 
 /* Touch one page of the region and drop it: the daemon must map it. */
 static void *
@@ -188,6 +189,8 @@ wk_protector(void *arg)
 	uint64_t	t0, ms;
 
 	(void)arg;
+	while (!atomic_load(&wk_go))
+		usleep(1000);
 	for (;;) {
 		t0 = itest_now_ms();
 		mprotect(wk_reg, wk_span, (atomic_fetch_xor(&wk_prot, 1) & 1) ?
@@ -255,9 +258,14 @@ wk_hostile_main(struct wk_shared *sh)
 		if (pthread_create(&th, NULL, wk_toucher,
 		    (void *)(uintptr_t)i) != 0)
 			_exit(6);
+	/*
+	 * Every protector made before any walks: a thread's stack is an
+	 * mmap, which would queue behind the protectors already at it.
+	 */
 	for (i = 0; i < WK_PROTECTORS; i++)
 		if (pthread_create(&th, NULL, wk_protector, NULL) != 0)
 			_exit(7);
+	atomic_store(&wk_go, 1);
 	atomic_store(&sh->ready, 1);
 	for (;;)
 		pause();
