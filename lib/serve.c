@@ -3,8 +3,8 @@
  * while no daemon does.  The guard (guard.c) decides when; this takes a
  * region's server lock and serves its faults with the daemon's own resolve
  * transaction (resolve.c) and map loop (uffdio.c), and lets go of it
- * again.  Everything here runs on the guard thread under lib_rlock, or
- * with lib_lock held when a region is let go.
+ * again.  Everything here runs under lib_rlock: on the guard thread, or
+ * from a call that lets a region go (lib_lock held too).
  */
 #include <errno.h>
 #include <stdarg.h>
