@@ -4,7 +4,7 @@
  * steps, hpz_unregister, hpz_reset, hpz_set_policy, hpz_status,
  * hpz_list_regions, hpz_page_size, hpz_strerror.  The connection is
  * conn.c's, the records of our regions registry.c's; while hpzerod is
- * away serve.c serves.
+ * away the guard (guard.c) reconnects and serve.c serves.
  */
 #include <errno.h>
 #include <fcntl.h>

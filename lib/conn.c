@@ -3,8 +3,8 @@
  * validated reply, the wait for a daemon that went away, the reason a call
  * failed (lib_fail, hpz_last_error), and what a forked child must not
  * share.  The regions are registry.c's, the calls client.c's; what
- * happens while hpzerod is away (reconnecting, serving faults ourselves)
- * is in serve.c.
+ * happens while hpzerod is away is in guard.c (reconnecting) and serve.c
+ * (serving faults ourselves).
  */
 #include <errno.h>
 #include <poll.h>
@@ -258,7 +258,7 @@ lib_call(void *req, size_t len, const int *fds, int nfds,
 
 /*
  * A request (lock held).  If the connection was lost while we have
- * regions, they are registered again first (serve.c): a new daemon must
+ * regions, they are registered again first (guard.c): a new daemon must
  * never see a request about a region it does not know.
  */
 int

@@ -51,7 +51,7 @@ struct lib_region {
 	int			 gone;		/* unmapped: serve no more */
 };
 
-/* Where libhpz stands with hpzerod (serve.c, under lib_rlock). */
+/* Where libhpz stands with hpzerod (guard.c, under lib_rlock). */
 enum lib_mode {
 	LIB_CONNECTED,		/* the daemon serves our regions (or none) */
 	LIB_LOST,		/* connection gone, nobody serves yet */
@@ -88,7 +88,7 @@ int		 lib_overlaps(uintptr_t addr, size_t len);
 int		 lib_is_registered(const struct hpz_region *region);
 void		 lib_forget(const struct hpz_region *region);
 
-/* serve.c */
+/* guard.c */
 extern pthread_mutex_t	 lib_rlock;
 void		 lib_guard_start(void);
 void		 lib_guard_fork_child(void);
@@ -103,7 +103,15 @@ int		 lib_guard_reset(struct lib_region *lr, uintptr_t addr,
 		    size_t len);
 int		 lib_guard_abandon(struct lib_region *lr);
 void		 lib_guard_unlink(struct lib_region *lr);
+
+/* serve.c */
+extern struct uffd_msg	*lib_q;
+extern size_t		 lib_qn, lib_qcap;
 void		 lib_warn(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2)));
+int		 lib_serve_start(struct lib_region *lr);
+void		 lib_serve_stop(struct lib_region *lr);
+void		 lib_serve_uffd(struct lib_region *lr);
+void		 lib_punch_garbage(struct lib_region *lr);
 
 #endif /* LIBHPZ_H */

@@ -253,7 +253,7 @@ daemon/hpzerod.c 6
 # libhpz above its shared code (no daemon file may include it)
 lib/libhpz.h 9		lib/client.c 9		lib/serve.c 9
 lib/region.c 9		lib/pool.c 9		lib/conn.c 9
-lib/registry.c 9
+lib/registry.c 9		lib/guard.c 9
 EOF_LAYERS
 }
 
