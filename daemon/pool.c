@@ -219,6 +219,16 @@ pool_detach(struct pool *p, int k, uint64_t want, uint64_t *pages)
 		cut = n - want;
 		n = want;
 	}
+	/*
+	 * A guest starts on it: no refill beside it (POOL_QUIET_NS) until
+	 * its pages are back, counted from the host's free pages after the
+	 * cut below frees the rest of the file; armed before the fillers
+	 * are woken.
+	 */
+	if (n * p->page_size >= POOL_QUIET_MIN && pool_quiet_ns > 0) {
+		p->quiet_until = stats_now_ns() + pool_quiet_ns;
+		p->quiet_avail = p->avail + cut + n;
+	}
 	pool_recount(p);
 	pthread_mutex_unlock(&p->lock);
 	/* Our own file and mapping: no client's lock behind these calls. */
@@ -305,13 +315,6 @@ pool_hand(struct client *c, struct pool_answer *a, struct pool *p, int fd,
 	a->page_size = p->page_size;
 	a->node = pool_nnodes > 1 ? p->node : -1;
 	a->id = id;
-	/* A guest starts on it: no refill beside it (POOL_QUIET_NS). */
-	if (a->size >= POOL_QUIET_MIN && pool_quiet_ns > 0) {
-		pthread_mutex_lock(&p->lock);
-		p->quiet_until = stats_now_ns() + pool_quiet_ns;
-		p->quiet_avail = p->avail + pages;
-		pthread_mutex_unlock(&p->lock);
-	}
 	atomic_fetch_add(&p->handouts, 1);
 	atomic_fetch_add(&p->handout_pages, pages);
 	if ((cap = pool_uid_cap(p->psi)) > 0 && (u = pool_uid(c->uid, p->psi,

@@ -1097,6 +1097,55 @@ Test(pool, no_refill_beside_a_guest_that_just_took_its_memory)
 }
 
 /*
+ * A take of part of a file cuts the rest off it: those pages are free to
+ * the host at once, but they are not the guest's coming back, and the
+ * quiet must hold over them.  Before the fix the quiet counted the host's
+ * free pages from before the cut, so a cut of as many pages as the guest
+ * took ended it at once and the pool refilled beside the guest (vmstart's
+ * 5 GiB guest on the defaults: a 1 GiB page zeroed beside its start in 2
+ * rounds of 15).
+ */
+Test(pool, the_pages_cut_off_a_taken_file_wait_out_the_quiet)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	size_t			 ready;
+	int			 fd, i, lock, held = 0;
+
+	itest_need_pages(2048, 64 + 64 + 16);
+	pd_start(&d, "[pool]\nsize_2m = 128M\nreserve_2m = 16M\n"
+	    "quiet_ms = 3600000\n");
+	pd_wait_ready(64);
+	/* Half the file: the other 32 pages are cut off and freed. */
+	fd = hpz_pool_take(64 * MiB, HPZ_PAGE_2M, "guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, 64 * MiB);
+	/* As in the test above: the host's pages stay as they are. */
+	cr_assert_geq(lock = open(getenv("HP_LOCK") != NULL ?
+	    getenv("HP_LOCK") : "/tmp/hpz-hugepages.lock", O_RDWR | O_CREAT |
+	    O_CLOEXEC, 0644), 0);
+	cr_assert_eq(flock(lock, LOCK_EX), 0);
+	for (i = 0; i < 20; i++) {
+		p = pd_pool();
+		if ((int)p.ready_pages > held)
+			held = (int)p.ready_pages;
+		usleep(50 * 1000);
+	}
+	close(lock);
+	printf("pool: %d pages filled in 1 s beside a guest that took 32 of "
+	    "a file of 64, %llu free above the reserve\n", held,
+	    (unsigned long long)p.host_avail_pages);
+	fflush(stdout);
+	cr_expect_geq(p.host_avail_pages, 64, "the host had no pages to "
+	    "refill from: the check proves nothing");
+	cr_expect_leq(held, sysconf(_SC_NPROCESSORS_ONLN), "the pool refilled "
+	    "%d pages beside the guest that had just taken its memory", held);
+	close(fd);
+	pd_wait_ready(64);
+	pd_stop(&d);
+}
+
+/*
  * The quiet after a guest's take ends for good once the guest's pages are
  * back: the refill goes on to the end, not one page and then quiet again
  * (the page it took brought the host below "all back").  With an hour's

@@ -204,6 +204,15 @@ pool_wait() {
 	[ "$PG" = 1g ] && n=2400
 	for i in $(seq $n); do
 		r=$(pool_field ready_pages)
+		# The defaults hold every free page above the reserve: wait
+		# until they do, not only for the guest's, or the pool would
+		# still be clearing its last pages beside the guest's start.
+		if [ "$DEFAULTS" = 1 ] && [ -z "$exact" ] &&
+		    [ "$(pool_field host_avail_pages)" -gt \
+		    "$(pool_field reserve_pages)" ]; then
+			sleep 0.05
+			continue
+		fi
 		if [ "${r:-0}" -ge "$want" ] &&
 		    { [ -z "$exact" ] || [ "${r:-0}" -le "$want" ]; }; then
 			return 0
