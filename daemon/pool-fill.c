@@ -352,9 +352,13 @@ pool_done_step(struct pool *p, int kick)
 	return (1);
 }
 
-/* Allocate one page of p (lock held on entry, released on return). */
+/*
+ * Allocate one page of p (lock held on entry, released on return); more:
+ * pages are missing beside this one, so the fillers napping are woken to
+ * take them (one page a filler at a time: each a CPU of its own).
+ */
 static int
-pool_fill_one(struct pool *p, uint64_t room, uint64_t now)
+pool_fill_one(struct pool *p, uint64_t room, uint64_t now, int more)
 {
 	struct pool_file	*f, nf;
 	struct timespec		 ts;
@@ -398,6 +402,12 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now)
 	if (p->nflight++ == 0)
 		p->busy_since = now;
 	pthread_mutex_unlock(&p->lock);
+	/*
+	 * The others nap until a poll (POOL_POLL_MS) unless told: a refill
+	 * of a few 1 GiB pages is over in a few of those.
+	 */
+	if (more)
+		pool_fill_kick();
 
 	/* The budget, if one is set (a claimed page waits, not the lock). */
 	if (pool_fill_budget != NULL && (wait = bucket_take(pool_fill_budget,
@@ -504,6 +514,7 @@ pool_step(struct pool *p)
 	enum pool_action	 act;
 	uint64_t		 now = stats_now_ns(), n, reserve, held, target;
 	uint64_t		 room;
+	int			 more;
 
 	pool_counts(p, now);
 	pthread_mutex_lock(&p->lock);
@@ -538,7 +549,9 @@ pool_step(struct pool *p)
 		 * sized by hand is sized for a guest, and is one file.
 		 */
 		room = target != UINT64_MAX ? 0 : held + (p->avail - reserve);
-		return (pool_fill_one(p, room, now));
+		more = held + 1 < target && p->avail > reserve + 1 &&
+		    p->node_free > 1;
+		return (pool_fill_one(p, room, now, more));
 	case POOL_YIELD:
 	case POOL_SHRINK:
 		return (pool_cut(p, n, act == POOL_YIELD));
