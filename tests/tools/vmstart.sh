@@ -580,7 +580,10 @@ size_1g() {
 	done
 	# GB/s: the pages the pool allocated (its counter; else the pages it
 	# lacked at the exit) over the refill time.
-	awk -v p="$pages" '{ n++; t[n] = $1; h = h " " $2; c[n] = $3
+	# A refill with no page allocated in its window (the pool refilled
+	# before the exit was seen) has no rate of its own: left out.
+	awk -v p="$pages" '{ n++; t[n] = $1; h = h " " $2
+		if ($3 > 0) c[++nc] = $3
 		f = $4 != "" ? $4 : p - $2
 		g[n] = $1 > 0 ? f * 1.073741824 / $1 : 0 }
 	function med(a, n,   i, j, x) {
@@ -593,11 +596,15 @@ size_1g() {
 	END {
 		if (n == 0)
 			exit
-		m = med(t, n); r = med(g, n); cr = med(c, n)
+		m = med(t, n); r = med(g, n)
 		printf "%-38s %8.3f  (%.3f-%.3f)  %.2f GB/s; pages held at the exits:%s\n",
 		    "pool refill after a pool-full guest", m, t[1], t[n], r, h
-		printf "%-38s %8.2f GB/s (%.2f-%.2f), its counters: pages over the time a page was in flight\n",
-		    "pool refill, the pool'"'"'s own rate", cr, c[1], c[n]
+		if (nc == 0)
+			exit
+		cr = med(c, nc)
+		printf "%-38s %8.2f GB/s (%.2f-%.2f), its counters: pages over the time a page was in flight%s\n",
+		    "pool refill, the pool'"'"'s own rate", cr, c[1], c[nc],
+		    nc < n ? sprintf(" (%d refills with none in their window left out)", n - nc) : ""
 	}' "$refill"
 	echo "$fa" | awk -v c="$(nproc)" '{ for (i = 1; i <= NF; i++) v[i] = $i
 		for (i = 2; i <= NF; i++)
