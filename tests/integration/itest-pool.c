@@ -1045,31 +1045,19 @@ Test(pool, follows_the_host_and_a_plain_program_still_maps_the_reserve)
 }
 
 /*
- * A guest's memory taken from the pool (64 MiB or more): the fillers
- * leave the memory's bandwidth to the guest's start, though the host has
- * free pages to refill from, until pages come back to the host (here the
- * guest's file is closed); then the pool refills.  Without the quiet,
- * zeroing the refill at full bandwidth beside a starting TCG guest of 6
- * GiB on 1 GiB pages cost it 40-50 ms (vmstart.sh, pool-full lazy row).
+ * A second of the quiet after a take: the most pages the pool held (and
+ * *p, its last look), the host's huge pages left as they are meanwhile
+ * (other tests change them under tests/hugepages.sh's lock, held here).
+ * Beside the guest the pool must refill nothing, though the host must
+ * have had at least free_min pages to refill from; a filler may have had
+ * a page in flight as the file went.
  */
-Test(pool, no_refill_beside_a_guest_that_just_took_its_memory)
+static void
+pd_quiet_check(const char *what, uint64_t free_min)
 {
-	struct pd		 d;
-	struct hpz_pool_info	 p;
-	size_t			 ready;
-	int			 fd, i, lock, held = 0;
+	struct hpz_pool_info	p;
+	int			i, lock, held = 0;
 
-	itest_need_pages(2048, 32 + 32 + 16);
-	pd_start(&d, "[pool]\nsize_2m = 64M\nreserve_2m = 16M\n");
-	pd_wait_ready(32);
-	fd = hpz_pool_take(64 * MiB, HPZ_PAGE_2M, "guest", &ready);
-	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
-	cr_assert_eq(ready, 64 * MiB);
-	/*
-	 * Half the quiet: the pool stays empty though pages are free.  No
-	 * other test changes the host's huge pages meanwhile (their changes
-	 * are made under tests/hugepages.sh's lock, held here).
-	 */
 	cr_assert_geq(lock = open(getenv("HP_LOCK") != NULL ?
 	    getenv("HP_LOCK") : "/tmp/hpz-hugepages.lock", O_RDWR | O_CREAT |
 	    O_CLOEXEC, 0644), 0);
@@ -1081,15 +1069,37 @@ Test(pool, no_refill_beside_a_guest_that_just_took_its_memory)
 		usleep(50 * 1000);
 	}
 	close(lock);
-	printf("pool: %d pages filled in 1 s beside a guest that took 32, "
-	    "%llu free above the reserve\n", held,
-	    (unsigned long long)p.host_avail_pages);
+	printf("pool: %d pages filled in 1 s beside %s, %llu free above the "
+	    "reserve\n", held, what, (unsigned long long)p.host_avail_pages);
 	fflush(stdout);
-	cr_expect_geq(p.host_avail_pages, 32, "the host had no pages to "
+	cr_expect_geq(p.host_avail_pages, free_min, "the host had no pages to "
 	    "refill from: the check proves nothing");
-	/* A filler may have had a page in flight as the file went. */
 	cr_expect_leq(held, sysconf(_SC_NPROCESSORS_ONLN), "the pool refilled "
-	    "%d pages beside the guest that had just taken its memory", held);
+	    "%d pages beside %s", held, what);
+}
+
+/*
+ * A guest's memory taken from the pool (64 MiB or more): the fillers
+ * leave the memory's bandwidth to the guest's start, though the host has
+ * free pages to refill from, until pages come back to the host (here the
+ * guest's file is closed); then the pool refills.  Without the quiet,
+ * zeroing the refill at full bandwidth beside a starting TCG guest of 6
+ * GiB on 1 GiB pages cost it 40-50 ms (vmstart.sh, pool-full lazy row).
+ */
+Test(pool, no_refill_beside_a_guest_that_just_took_its_memory)
+{
+	struct pd		 d;
+	size_t			 ready;
+	int			 fd;
+
+	itest_need_pages(2048, 32 + 32 + 16);
+	pd_start(&d, "[pool]\nsize_2m = 64M\nreserve_2m = 16M\n");
+	pd_wait_ready(32);
+	fd = hpz_pool_take(64 * MiB, HPZ_PAGE_2M, "guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, 64 * MiB);
+	/* Half the quiet: the pool stays empty though pages are free. */
+	pd_quiet_check("a guest that took 32", 32);
 	/* The guest's pages come back: the refill goes on at once. */
 	close(fd);
 	pd_wait_ready(32);
@@ -1108,9 +1118,8 @@ Test(pool, no_refill_beside_a_guest_that_just_took_its_memory)
 Test(pool, the_pages_cut_off_a_taken_file_wait_out_the_quiet)
 {
 	struct pd		 d;
-	struct hpz_pool_info	 p;
 	size_t			 ready;
-	int			 fd, i, lock, held = 0;
+	int			 fd;
 
 	itest_need_pages(2048, 64 + 64 + 16);
 	pd_start(&d, "[pool]\nsize_2m = 128M\nreserve_2m = 16M\n"
@@ -1120,26 +1129,7 @@ Test(pool, the_pages_cut_off_a_taken_file_wait_out_the_quiet)
 	fd = hpz_pool_take(64 * MiB, HPZ_PAGE_2M, "guest", &ready);
 	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
 	cr_assert_eq(ready, 64 * MiB);
-	/* As in the test above: the host's pages stay as they are. */
-	cr_assert_geq(lock = open(getenv("HP_LOCK") != NULL ?
-	    getenv("HP_LOCK") : "/tmp/hpz-hugepages.lock", O_RDWR | O_CREAT |
-	    O_CLOEXEC, 0644), 0);
-	cr_assert_eq(flock(lock, LOCK_EX), 0);
-	for (i = 0; i < 20; i++) {
-		p = pd_pool();
-		if ((int)p.ready_pages > held)
-			held = (int)p.ready_pages;
-		usleep(50 * 1000);
-	}
-	close(lock);
-	printf("pool: %d pages filled in 1 s beside a guest that took 32 of "
-	    "a file of 64, %llu free above the reserve\n", held,
-	    (unsigned long long)p.host_avail_pages);
-	fflush(stdout);
-	cr_expect_geq(p.host_avail_pages, 64, "the host had no pages to "
-	    "refill from: the check proves nothing");
-	cr_expect_leq(held, sysconf(_SC_NPROCESSORS_ONLN), "the pool refilled "
-	    "%d pages beside the guest that had just taken its memory", held);
+	pd_quiet_check("a guest that took 32 pages of a file of 64", 64);
 	close(fd);
 	pd_wait_ready(64);
 	pd_stop(&d);
