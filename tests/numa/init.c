@@ -104,6 +104,30 @@ show_log(void)
 	fclose(f);
 }
 
+/*
+ * The guest's memory outside the huge pages, on the console: a process
+ * killed for memory (the sanitizer build's are bigger) shows what was left.
+ */
+static void
+show_mem(const char *when)
+{
+	char	 line[128];
+	long	 total = -1, avail = -1, v;
+	FILE	*f;
+
+	if ((f = fopen("/proc/meminfo", "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "MemTotal: %ld kB", &v) == 1)
+			total = v;
+		else if (sscanf(line, "MemAvailable: %ld kB", &v) == 1)
+			avail = v;
+	}
+	fclose(f);
+	say("memory %s: %ld of %ld MiB available", when, avail / 1024,
+	    total / 1024);
+}
+
 /* Does the daemon's log say it is ready? */
 static int
 log_ready(void)
@@ -264,12 +288,14 @@ main(void)
 		off();
 	}
 	say("daemon ready pid %d", (int)daemon);
+	show_mem("with the daemon up");
 
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)daemon);
 	st = run(client, CLIENT_S, daemon);
 	if (st != -1 && WIFEXITED(st))
 		rc = WEXITSTATUS(st);
 	say("client status %d", st);
+	show_mem("after the client");
 	run(ctl, 0, daemon);
 
 	kill(daemon, SIGTERM);

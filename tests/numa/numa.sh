@@ -149,9 +149,13 @@ echo "numa: initramfs of $(du -k "$dir/initrd.gz" | cut -f1) KiB"
 . "$S/tests/hugepages.sh"
 hp_alone	# 2 CPUs of TCG: the heavy tests' lock
 serial=$dir/serial.log
-timeout "$TIMEOUT_S" "$QEMU" -accel tcg -cpu max -smp 2 -m 576M \
-	-object memory-backend-ram,id=m0,size=320M \
-	-object memory-backend-ram,id=m1,size=256M \
+# Each node keeps a few hundred MiB beside its huge pages: a client bound
+# to a node takes all its memory there, and the sanitizer build's
+# processes are big (CI's ASan run once had the daemon killed for memory
+# with 256 MiB on node 1, 128 of them huge pages).
+timeout "$TIMEOUT_S" "$QEMU" -accel tcg -cpu max -smp 2 -m 1088M \
+	-object memory-backend-ram,id=m0,size=576M \
+	-object memory-backend-ram,id=m1,size=512M \
 	-numa node,nodeid=0,memdev=m0,cpus=0 \
 	-numa node,nodeid=1,memdev=m1,cpus=1 \
 	-nic none -display none -monitor none -no-reboot \

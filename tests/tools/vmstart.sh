@@ -430,12 +430,20 @@ size_1g() {
 	need=$((pages + 1))
 	[ "$DEFAULTS" = 1 ] && need=$((need + RES1G))
 	hp_reserve_1g "$need"
-	if [ "$(cat "$FREE")" -lt "$need" ]; then
-		echo "size $sz: skipped: the kernel gave $(cat "$FREE") free 1 GiB pages, $need needed"
+	# With the defaults the spare page may go: the pool then holds the
+	# guest's pages and no more, which a full host does too.
+	least=$need
+	[ "$DEFAULTS" = 1 ] && least=$((need - 1))
+	if [ "$(cat "$FREE")" -lt "$least" ]; then
+		echo "size $sz: skipped: the kernel gave $(cat "$FREE") free 1 GiB pages, $least needed"
 		hp_release
 		return
 	fi
 	free=$(cat "$FREE")
+	if [ "$free" -lt "$need" ]; then
+		say "$sz: the kernel gave $free free 1 GiB pages, not $need: no spare page, the default pool holds the guest's pages and no more"
+		need=$free
+	fi
 	say "$sz: warm-up: fallocate $free free 1 GiB pages, then kernel lazy, untimed"
 	fallocate -l $((free * PMB))M "$mnt/warm" || say "$sz: warm-up fallocate failed"
 	rm -f "$mnt/warm"
