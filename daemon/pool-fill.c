@@ -66,11 +66,19 @@ static pthread_cond_t		 fill_nap_cond;
  * What a pool should do next, from the host's counts: free and unreserved
  * pages (avail), free pages on the pool's node, the reserve, what it holds
  * and what it wants.  *n pages for POOL_FILL, POOL_YIELD and POOL_SHRINK.
+ * avail counts the pool's inflight pages as taken already, though the
+ * kernel may not have taken them yet: so for filling (never past the
+ * reserve), not for giving back, which counts them as the host's free
+ * pages (else the last pages of a refill on every CPU looked like the
+ * host short of its reserve, and were cut off the file being filled).
  */
 enum pool_action
-pool_decide(int enabled, uint64_t avail, uint64_t node_free,
-    uint64_t reserve, uint64_t pages, uint64_t target, uint64_t *n)
+pool_decide(int enabled, uint64_t avail, uint64_t inflight,
+    uint64_t node_free, uint64_t reserve, uint64_t pages, uint64_t target,
+    uint64_t *n)
 {
+	uint64_t	free_now = avail + inflight;
+
 	*n = 0;
 	if (!enabled)
 		target = 0;
@@ -78,8 +86,8 @@ pool_decide(int enabled, uint64_t avail, uint64_t node_free,
 		*n = pages - target;
 		return (POOL_SHRINK);
 	}
-	if (avail < reserve && pages > 0) {
-		*n = reserve - avail < pages ? reserve - avail : pages;
+	if (free_now < reserve && pages > 0) {
+		*n = reserve - free_now < pages ? reserve - free_now : pages;
 		return (POOL_YIELD);
 	}
 	if (pages < target && avail > reserve && node_free > 0) {
@@ -514,17 +522,31 @@ pool_step(struct pool *p)
 	enum pool_action	 act;
 	uint64_t		 now = stats_now_ns(), n, reserve, held, target;
 	uint64_t		 room;
-	int			 more;
+	int			 more, fresh = 0;
 
 	pool_counts(p, now);
+again:
 	pthread_mutex_lock(&p->lock);
 	reserve = atomic_load(&pool_reserve[p->psi]);
 	if (p->owed > 0 && now >= p->owed_until)
 		p->owed = 0;
 	held = pool_held(p);
 	target = atomic_load(&p->target);
-	act = pool_decide(atomic_load(&pool_on), p->avail, p->node_free,
-	    reserve, held, target, &n);
+	act = pool_decide(atomic_load(&pool_on), p->avail,
+	    (uint64_t)p->nflight, p->node_free, reserve, held, target, &n);
+	/*
+	 * Counts up to POOL_HOST_NS old, taken down by every page claimed
+	 * since, count a page both as claimed and as the kernel's once it
+	 * lands: a shortage is read again from the host before pages are
+	 * cut (the last pages of a refill on two CPUs were given back).
+	 */
+	if (act == POOL_YIELD && !fresh && p->host_at != now) {
+		fresh = 1;
+		p->host_at = 0;
+		pthread_mutex_unlock(&p->lock);
+		pool_counts(p, now);
+		goto again;
+	}
 	switch (act) {
 	case POOL_FILL:
 		/*

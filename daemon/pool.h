@@ -17,9 +17,9 @@ enum pool_action {
 	POOL_YIELD,		/* give pages back: the host is short */
 	POOL_SHRINK,		/* give pages back: over the size set */
 };
-enum pool_action pool_decide(int enabled, uint64_t avail, uint64_t node_free,
-		    uint64_t reserve, uint64_t pages, uint64_t target,
-		    uint64_t *n);
+enum pool_action pool_decide(int enabled, uint64_t avail, uint64_t inflight,
+		    uint64_t node_free, uint64_t reserve, uint64_t pages,
+		    uint64_t target, uint64_t *n);
 double		 pool_uid_refill(double tokens, uint64_t cap, uint64_t dt);
 int		 pool_start(const struct conf *);
 void		 pool_stop(void);

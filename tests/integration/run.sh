@@ -19,8 +19,10 @@ fi
 hp_alone
 hpzd_scratch itest
 
-# One 1 GiB page for its test, if the kernel can find one; then 2 MiB pages.
-hp_reserve_1g 1
+# 1 GiB pages, if the kernel can find them: one for serve's test, four for
+# the pool's refill on every CPU (pool/a_refill_on_every_cpu_gives_nothing_
+# back); then 2 MiB pages.
+hp_reserve_1g 4
 hp_reserve_2m 400
 echo "huge pages: 2 MiB free $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) (400 added)," \
 	"1 GiB free $(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages 2>/dev/null || echo "none (the kernel has no 1 GiB huge pages)")"

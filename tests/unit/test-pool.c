@@ -18,42 +18,64 @@ Test(pool, fills_while_the_host_has_more_than_the_reserve)
 {
 	uint64_t	n;
 
-	/* enabled, avail, node free, reserve, pages, target */
-	cr_assert_eq(pool_decide(1, 100, 100, 10, 0, 50, &n), POOL_FILL);
+	/* enabled, avail, in flight, node free, reserve, pages, target */
+	cr_assert_eq(pool_decide(1, 100, 0, 100, 10, 0, 50, &n), POOL_FILL);
 	cr_assert_eq(n, 1);
-	cr_assert_eq(pool_decide(1, 11, 11, 10, 49, 50, &n), POOL_FILL);
+	cr_assert_eq(pool_decide(1, 11, 0, 11, 10, 49, 50, &n), POOL_FILL);
 	/* At the reserve: stop, give nothing back. */
-	cr_assert_eq(pool_decide(1, 10, 10, 10, 20, 50, &n), POOL_NONE);
+	cr_assert_eq(pool_decide(1, 10, 0, 10, 10, 20, 50, &n), POOL_NONE);
 	/* Full. */
-	cr_assert_eq(pool_decide(1, 100, 100, 10, 50, 50, &n), POOL_NONE);
+	cr_assert_eq(pool_decide(1, 100, 0, 100, 10, 50, 50, &n), POOL_NONE);
 	/* The host has pages, the node none. */
-	cr_assert_eq(pool_decide(1, 100, 0, 10, 0, 50, &n), POOL_NONE);
+	cr_assert_eq(pool_decide(1, 100, 0, 0, 10, 0, 50, &n), POOL_NONE);
 	/* No reserve at all: fill to the last free page. */
-	cr_assert_eq(pool_decide(1, 1, 1, 0, 0, 50, &n), POOL_FILL);
-	cr_assert_eq(pool_decide(1, 0, 0, 0, 3, 50, &n), POOL_NONE);
+	cr_assert_eq(pool_decide(1, 1, 0, 1, 0, 0, 50, &n), POOL_FILL);
+	cr_assert_eq(pool_decide(1, 0, 0, 0, 0, 3, 50, &n), POOL_NONE);
 }
 
 Test(pool, yields_what_the_host_lacks_and_no_more)
 {
 	uint64_t	n;
 
-	cr_assert_eq(pool_decide(1, 6, 6, 10, 20, 50, &n), POOL_YIELD);
+	cr_assert_eq(pool_decide(1, 6, 0, 6, 10, 20, 50, &n), POOL_YIELD);
 	cr_assert_eq(n, 4);
-	cr_assert_eq(pool_decide(1, 0, 0, 10, 3, 50, &n), POOL_YIELD);
+	cr_assert_eq(pool_decide(1, 0, 0, 0, 10, 3, 50, &n), POOL_YIELD);
 	cr_assert_eq(n, 3, "gave back %llu of 3 pages", (unsigned long long)n);
 	/* Nothing to give. */
-	cr_assert_eq(pool_decide(1, 0, 0, 10, 0, 50, &n), POOL_NONE);
+	cr_assert_eq(pool_decide(1, 0, 0, 0, 10, 0, 50, &n), POOL_NONE);
+}
+
+/*
+ * Pages in flight count as taken for filling (the kernel may not have
+ * taken them yet) and as free for giving back (it may have): the last two
+ * pages of a refill on two CPUs are no shortage of the host's.
+ */
+Test(pool, pages_in_flight_are_no_shortage)
+{
+	uint64_t	n;
+
+	/* Two in flight, the host at the reserve once they land: wait. */
+	cr_assert_eq(pool_decide(1, 0, 2, 0, 2, 6, UINT64_MAX, &n), POOL_NONE,
+	    "gave back %llu pages being filled", (unsigned long long)n);
+	/* One page in flight, no more to fill beside it. */
+	cr_assert_eq(pool_decide(1, 2, 1, 2, 2, 5, UINT64_MAX, &n), POOL_NONE);
+	/* Short even counting them: give back only what is missing. */
+	cr_assert_eq(pool_decide(1, 0, 1, 0, 2, 6, UINT64_MAX, &n), POOL_YIELD);
+	cr_assert_eq(n, 1);
+	/* In flight is no room to fill: the count without them decides. */
+	cr_assert_eq(pool_decide(1, 2, 3, 2, 2, 3, UINT64_MAX, &n), POOL_NONE);
+	cr_assert_eq(pool_decide(1, 3, 3, 3, 2, 3, UINT64_MAX, &n), POOL_FILL);
 }
 
 Test(pool, shrinks_to_a_smaller_size_and_when_turned_off)
 {
 	uint64_t	n;
 
-	cr_assert_eq(pool_decide(1, 100, 100, 10, 50, 20, &n), POOL_SHRINK);
+	cr_assert_eq(pool_decide(1, 100, 0, 100, 10, 50, 20, &n), POOL_SHRINK);
 	cr_assert_eq(n, 30);
-	cr_assert_eq(pool_decide(0, 100, 100, 10, 50, 50, &n), POOL_SHRINK);
+	cr_assert_eq(pool_decide(0, 100, 0, 100, 10, 50, 50, &n), POOL_SHRINK);
 	cr_assert_eq(n, 50);
-	cr_assert_eq(pool_decide(0, 100, 100, 10, 0, 50, &n), POOL_NONE);
+	cr_assert_eq(pool_decide(0, 100, 0, 100, 10, 0, 50, &n), POOL_NONE);
 }
 
 Test(pool, uid_share_comes_back_over_a_minute)
@@ -153,10 +175,10 @@ Test(pool, by_default_it_fills_every_free_page_above_the_reserve)
 	target = c.pool_size[0][0] == UINT64_MAX ? UINT64_MAX :
 	    c.pool_size[0][0] / (2ULL << 20);
 	/* A host of 12288 free pages, 1024 reserved: the pool takes 11264. */
-	cr_assert_eq(pool_decide(1, 12288 - 11263, 12288, 1024, 11263, target,
+	cr_assert_eq(pool_decide(1, 12288 - 11263, 0, 12288, 1024, 11263, target,
 	    &n), POOL_FILL, "the default pool stops at %llu pages with 1025 "
 	    "free and 1024 to keep", (unsigned long long)target);
-	cr_assert_eq(pool_decide(1, 1024, 12288, 1024, 11264, target, &n),
+	cr_assert_eq(pool_decide(1, 1024, 0, 12288, 1024, 11264, target, &n),
 	    POOL_NONE);
 	cr_assert_eq(c.pool_size[1][0], UINT64_MAX, "1 GiB pages: %llu bytes",
 	    (unsigned long long)c.pool_size[1][0]);
