@@ -249,9 +249,9 @@ pd_stop(struct pd *d)
 	rmdir(d->dir);
 }
 
-/* The daemon's pool of 2 MiB pages on node 0. */
+/* The daemon's pool of page_size bytes on node 0. */
 static struct hpz_pool_info
-pd_pool(void)
+pd_pool_of(uint64_t page_size)
 {
 	struct hpz_pool_info	info[16];
 	size_t			n, i;
@@ -260,10 +260,18 @@ pd_pool(void)
 	error = hpz_pool_status(info, 16, &n);
 	cr_assert_eq(error, 0, "hpz_pool_status: %s", hpz_last_error());
 	for (i = 0; i < n && i < 16; i++)
-		if (info[i].page_size == PD_PAGE && info[i].node == 0)
+		if (info[i].page_size == page_size && info[i].node == 0)
 			return (info[i]);
-	cr_assert_fail("no 2 MiB pool on node 0 (%zu pools)", n);
+	cr_assert_fail("no pool of %llu-byte pages on node 0 (%zu pools)",
+	    (unsigned long long)page_size, n);
 	return (info[0]);
+}
+
+/* Its pool of 2 MiB pages. */
+static struct hpz_pool_info
+pd_pool(void)
+{
+	return (pd_pool_of(PD_PAGE));
 }
 
 /* Hand-outs of the 2 MiB pools so far, or -1 (for children: no asserts). */
@@ -1133,23 +1141,6 @@ Test(pool, the_pages_cut_off_a_taken_file_wait_out_the_quiet)
 	close(fd);
 	pd_wait_ready(64);
 	pd_stop(&d);
-}
-
-/* The node-0 pool of page_size bytes (pd_pool: 2 MiB). */
-static struct hpz_pool_info
-pd_pool_of(uint64_t page_size)
-{
-	struct hpz_pool_info	info[16];
-	size_t			n, i;
-
-	cr_assert_eq(hpz_pool_status(info, 16, &n), 0, "hpz_pool_status: %s",
-	    hpz_last_error());
-	for (i = 0; i < n && i < 16; i++)
-		if (info[i].page_size == page_size && info[i].node == 0)
-			return (info[i]);
-	cr_assert_fail("no pool of %llu-byte pages on node 0",
-	    (unsigned long long)page_size);
-	return (info[0]);
 }
 
 /*
