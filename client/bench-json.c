@@ -239,6 +239,19 @@ bench_json(const struct bench *b)
 				JADD(c, "reset_ms",
 				    bench_json_series(bc->reset_ms,
 				    bc->done));
+			if (bc->bound_threads > 0) {
+				JADD(c, "all_worker_clear_ms",
+				    bench_json_series(bc->bound_ms,
+				    bc->done));
+				JADD(c, "all_worker_clear_over_kernel_stall",
+				    bench_json_series(bc->bound_ratio,
+				    bc->done));
+				JADD(c, "stall_over_all_worker_clear",
+				    bench_json_series(bc->bound_hpz,
+				    bc->done));
+				JADD(c, "all_worker_clear_threads",
+				    json_object_new_int(bc->bound_threads));
+			}
 			if (bench_modes[bc->mode].busy) {
 				if ((figs = json_object_new_object()) == NULL)
 					goto nomem;

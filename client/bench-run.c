@@ -56,6 +56,8 @@ static int	bench_run_pool(struct bench *, struct bench_case *, int,
 static int	bench_run_busy(struct bench *, struct bench_case *, int,
 		    double *, double *);
 static int	bench_run_warm(struct bench *, struct bench_case *);
+static int	bench_run_bound_threads(const struct bench *,
+		    const struct bench_case *);
 
 /* A progress line on stderr, so that stdout holds only the results. */
 static void
@@ -494,6 +496,12 @@ bench_run_hpz(struct bench *b, struct bench_case *c, int run, double *out,
 	    c->samples, out);
 	if (bench_touch_verify(b, c, reg.addr, run) != 0)
 		goto out;
+	c->bound_ms[run - 1] = NAN;
+	if (c->bound_threads > 0)
+		c->bound_ms[run - 1] = bench_touch_bound(reg.addr,
+		    c->page->size, c->bound_threads,
+		    (size_t)b->status.extent_max,
+		    clear_kernel_by_name(b->status.clear_kernel));
 	rc = 0;
 	if (!bg)
 		goto out;
@@ -756,6 +764,30 @@ bench_run_warm(struct bench *b, struct bench_case *c)
 	return (0);
 }
 
+/*
+ * Threads for the all-worker clear of a page (bench_touch_bound): the
+ * daemon's workers, where its stall on a garbage page is one page cleared
+ * by all of them ("recycled": no background clear, one page a fault,
+ * shared out because it is larger than an extent) and its bulk kernel
+ * runs here; else 0, not measured.
+ */
+static int
+bench_run_bound_threads(const struct bench *b, const struct bench_case *c)
+{
+	const struct bench_mode		*m = &bench_modes[c->mode];
+	const struct clear_kernel	*k;
+
+	if (c->mode != BENCH_MODE_RECYCLED || m->bg != BG_NONE ||
+	    b->status.workers == 0 || b->status.extent_max == 0 ||
+	    c->page->size <= b->status.extent_max ||
+	    b->status.workers > BENCH_MAX_THREADS)
+		return (0);
+	k = clear_kernel_by_name(b->status.clear_kernel);
+	if (k == NULL || !clear_supported(k->kind))
+		return (0);
+	return ((int)b->status.workers);
+}
+
 /* All runs of one case.  0 done or skipped, else the exit status. */
 int
 bench_run_case(struct bench *b, struct bench_case *c)
@@ -768,6 +800,7 @@ bench_run_case(struct bench *b, struct bench_case *c)
 	need = (bench_modes[c->mode].busy ? 3 : 2) *
 	    (c->size / c->page->size);
 	c->idle_ms = bench_run_idle_time(b, c);
+	c->bound_threads = bench_run_bound_threads(b, c);
 	c->poll_ns = bench_run_poll_time(b, c);
 	if (bench_run_free_pages(c->page, &avail) != 0)
 		return (bench_run_skip(c,
@@ -805,6 +838,10 @@ bench_run_case(struct bench *b, struct bench_case *c)
 			free(scratch);
 			return (rc);
 		}
+		c->bound_ratio[run - 1] = c->bound_ms[run - 1] * 1e3 /
+		    k[FIG_FAULT_P50];
+		c->bound_hpz[run - 1] = h[FIG_FAULT_P50] /
+		    (c->bound_ms[run - 1] * 1e3);
 		for (f = 0; f < BENCH_NFIGS; f++) {
 			c->fig[f][SIDE_KERNEL][run - 1] = k[f];
 			c->fig[f][SIDE_HPZ][run - 1] = h[f];

@@ -230,6 +230,22 @@ bench_text_case(const struct bench *b, const struct bench_case *c)
 		    sizeof cell);
 		printf("  %-24s %-20s %s\n", "hpz_reset ms (untimed)", "", cell);
 	}
+	if (c->bound_threads > 0) {
+		bench_text_cell(c->bound_ms, c->done, XF_FIG, 1.0, cell,
+		    sizeof cell);
+		printf("  %-24s %-20s %s\n", "all-worker clear ms", "", cell);
+		bench_text_cell(c->bound_ratio, c->done, XF_RATIO, 1.0, cell,
+		    sizeof cell);
+		printf("  %-45s %s\n", "  all-worker clear/kernel", cell);
+		bench_text_cell(c->bound_hpz, c->done, XF_RATIO, 1.0, cell,
+		    sizeof cell);
+		printf("  %-45s %s\n", "  hpzerod/all-worker clear", cell);
+		printf("  all-worker clear: the faulting page cleared again"
+		    " here, after the touch, by\n  %d threads (hpzerod's"
+		    " workers) with its bulk kernel: the least a stall\n"
+		    "  of hpzerod's can be on this page; ratios are per"
+		    " run\n", c->bound_threads);
+	}
 	if (m->busy) {
 		printf("  the same run, region A touched alone (quiet) and"
 		    " right after B's reset (busy):\n");

@@ -2,7 +2,9 @@
  * bench-touch.c - what hpz-bench times: the touch of a region by its
  * threads (the first access of each huge page, the read after it), the
  * read-back that every byte hpzerod served is zero, the cost of a clock
- * read and the machine's single-core clear bandwidth.
+ * read, the machine's single-core clear bandwidth, and one page cleared
+ * by as many threads as the daemon has workers (the least its stall on a
+ * garbage page can be).
  */
 #include <errno.h>
 #include <math.h>	/* NAN: a macro, no libm */
@@ -202,6 +204,77 @@ bench_touch_verify(struct bench *b, const struct bench_case *c,
 	}
 	b->verified += c->size;
 	return (0);
+}
+
+/* One thread of bench_touch_bound: extents off a shared cursor. */
+struct bench_bound {
+	pthread_t		 tid;
+	pthread_barrier_t	*barrier;
+	const struct clear_kernel *k;
+	unsigned char		*page;
+	size_t			 size, extent;
+	size_t			*next;
+	uint64_t		 start, end;
+};
+
+static void *
+bench_bound_thread(void *arg)
+{
+	struct bench_bound	*t = arg;
+	size_t			 off, len;
+
+	pthread_barrier_wait(t->barrier);
+	t->start = clock_now_ns();
+	while ((off = __atomic_fetch_add(t->next, t->extent,
+	    __ATOMIC_RELAXED)) < t->size) {
+		len = t->size - off < t->extent ? t->size - off : t->extent;
+		t->k->fn(t->page + off, len);
+	}
+	clear_fence();
+	t->end = clock_now_ns();
+	return (NULL);
+}
+
+/*
+ * The least a fault on a garbage page can stall when hpzerod clears it:
+ * the same page cleared here by as many threads as the daemon has
+ * workers, with its bulk kernel, in extents of its size taken off one
+ * cursor (as clear_split shares a page).  Milliseconds from the first
+ * thread's start to the last one's end, each read on the thread itself.
+ */
+double
+bench_touch_bound(void *page, size_t size, int threads, size_t extent,
+    const struct clear_kernel *k)
+{
+	struct bench_bound	*t;
+	pthread_barrier_t	 barrier;
+	uint64_t		 t0, t1;
+	size_t			 next = 0;
+	int			 i;
+
+	t = cli_alloc((size_t)threads * sizeof *t);
+	cli_barrier_init(&barrier, (unsigned int)threads + 1);
+	for (i = 0; i < threads; i++) {
+		t[i].barrier = &barrier;
+		t[i].k = k;
+		t[i].page = page;
+		t[i].size = size;
+		t[i].extent = extent;
+		t[i].next = &next;
+		cli_thread_start(&t[i].tid, bench_bound_thread, &t[i], i);
+	}
+	pthread_barrier_wait(&barrier);
+	for (i = 0; i < threads; i++)
+		pthread_join(t[i].tid, NULL);
+	t0 = t[0].start;
+	t1 = t[0].end;
+	for (i = 1; i < threads; i++) {
+		t0 = t[i].start < t0 ? t[i].start : t0;
+		t1 = t[i].end > t1 ? t[i].end : t1;
+	}
+	pthread_barrier_destroy(&barrier);
+	free(t);
+	return ((double)(t1 - t0) / 1e6);
 }
 
 /* One timed pass of a clear kernel over the buffer, in GB/s. */

@@ -154,6 +154,11 @@ struct bench_case {
 	int			 done;		/* runs completed */
 	double			*fig[BENCH_NFIGS][BENCH_NSIDES];
 	double			*reset_ms;
+	double			*bound_ms;	/* recycled, a page over an
+						   extent: bench_touch_bound */
+	double			*bound_ratio;	/* bound_ms / kernel stall */
+	double			*bound_hpz;	/* hpzerod stall / bound_ms */
+	int			 bound_threads;	/* 0: not measured */
 	double			 idle_ms;	/* T, for idle modes */
 	uint64_t		 poll_ns;	/* hpz_status while idle */
 	double			*x[BENCH_NX];	/* bench_x figures, a run */
@@ -208,6 +213,8 @@ void		 bench_touch_figures(double, size_t, double *, double *,
 void		*bench_touch_map(const struct bench_page *, size_t);
 int		 bench_touch_verify(struct bench *, const struct bench_case *,
 		    const unsigned char *, int);
+double		 bench_touch_bound(void *, size_t, int, size_t,
+		    const struct clear_kernel *);
 void		 bench_touch_nt(struct bench *);
 double		 bench_touch_nt_median(const struct bench *);
 double		 bench_touch_nt_ratio(const struct bench *, double *, double *);

@@ -397,6 +397,12 @@ main(int argc, char **argv)
 						    sizeof(double));
 				c->reset_ms = cli_alloc((size_t)b.runs *
 				    sizeof(double));
+				c->bound_ms = cli_alloc((size_t)b.runs *
+				    sizeof(double));
+				c->bound_ratio = cli_alloc((size_t)b.runs *
+				    sizeof(double));
+				c->bound_hpz = cli_alloc((size_t)b.runs *
+				    sizeof(double));
 				for (f = 0; f < BENCH_NX; f++)
 					c->x[f] = cli_alloc((size_t)b.runs *
 					    sizeof(double));
@@ -421,6 +427,9 @@ main(int argc, char **argv)
 			for (s = 0; s < BENCH_NSIDES; s++)
 				free(b.cases[i].fig[f][s]);
 		free(b.cases[i].reset_ms);
+		free(b.cases[i].bound_ms);
+		free(b.cases[i].bound_ratio);
+		free(b.cases[i].bound_hpz);
 		for (f = 0; f < BENCH_NX; f++)
 			free(b.cases[i].x[f]);
 		for (f = 0; f < BENCH_NFIGS; f++)
