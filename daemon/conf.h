@@ -69,6 +69,7 @@ struct conf {
 	uint64_t	 pool_uid_bytes;	/* uid_bytes a minute, 0: uid_share */
 	int		 pool_uid_share;	/* % of the host's pages, 0: none */
 	int		 pool_quiet_ms;		/* after a guest's take, 0: none */
+	int		 pool_short_hold_ms;	/* a short hand-out's rest */
 	/* [policy]: re-read on SIGHUP. */
 	int		 intercept;		/* intercept = auto|always */
 	int		 step_aside;		/* step_aside = auto|never|always */

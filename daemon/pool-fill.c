@@ -208,6 +208,31 @@ pool_file_drop(struct pool_file *f)
 	f->fd = -1;
 }
 
+/*
+ * The pools' own traffic with the host, by page size: took counts the
+ * pages they took from it, net (up as a filler claims a page, down once a
+ * page claimed in vain, cut off or dropped is the host's again, after the
+ * call that frees it); pending counts the pages between the two (in
+ * flight, or being given back), which the host's counts may show or not.
+ */
+static _Atomic int64_t	 pool_took[POOL_NSIZES];
+static _Atomic int64_t	 pool_pending[POOL_NSIZES];
+
+/* n pages of psi start to go back to the host (pool_took_end after). */
+void
+pool_took_begin(int psi, uint64_t n)
+{
+	atomic_fetch_add(&pool_pending[psi], (int64_t)n);
+}
+
+/* Of the n pages begun, back went back to the host. */
+void
+pool_took_end(int psi, uint64_t n, uint64_t back)
+{
+	atomic_fetch_sub(&pool_took[psi], (int64_t)back);
+	atomic_fetch_sub(&pool_pending[psi], (int64_t)n);
+}
+
 static uint64_t
 pool_read_count(int fd)
 {
@@ -220,11 +245,37 @@ pool_read_count(int fd)
 	return (strtoull(buf, NULL, 10));
 }
 
+/*
+ * The host's level for p's page size: free less reserved pages, plus what
+ * the pools took, so that only others move it (a program reserving or
+ * allocating pages takes it down, one freeing them puts it up).  A change
+ * of ours under way as the counts are read may show in them or not: *high
+ * can only be above the level, *low (the pages under way taken off) only
+ * below it.  *freep, *resvp: the counts read.
+ */
+void
+pool_host_level(const struct pool *p, int64_t *low, int64_t *high,
+    uint64_t *freep, uint64_t *resvp)
+{
+	int64_t	t0, t1, q0, q1, level;
+
+	t0 = atomic_load(&pool_took[p->psi]);
+	q0 = atomic_load(&pool_pending[p->psi]);
+	*freep = pool_read_count(p->fd_free);
+	*resvp = pool_read_count(p->fd_resv);
+	t1 = atomic_load(&pool_took[p->psi]);
+	q1 = atomic_load(&pool_pending[p->psi]);
+	level = (int64_t)*freep - (int64_t)*resvp;
+	*high = level + (t0 > t1 ? t0 : t1);
+	*low = level + (t0 < t1 ? t0 : t1) - (q0 > q1 ? q0 : q1);
+}
+
 /* The host's counts for p, again if they are old (filler). */
 static void
 pool_counts(struct pool *p, uint64_t now)
 {
 	uint64_t	free, resv, total, node_free;
+	int64_t		low, high;
 
 	pthread_mutex_lock(&p->lock);
 	if (p->reading || now - p->host_at < POOL_HOST_NS) {
@@ -233,8 +284,7 @@ pool_counts(struct pool *p, uint64_t now)
 	}
 	p->reading = 1;
 	pthread_mutex_unlock(&p->lock);
-	free = pool_read_count(p->fd_free);
-	resv = pool_read_count(p->fd_resv);
+	pool_host_level(p, &low, &high, &free, &resv);
 	total = pool_read_count(p->fd_nr);
 	node_free = p->fd_node >= 0 ? pool_read_count(p->fd_node) : free;
 	pthread_mutex_lock(&p->lock);
@@ -245,6 +295,8 @@ pool_counts(struct pool *p, uint64_t now)
 	    (uint64_t)p->nflight : 0;
 	p->node_free = node_free;
 	p->host_total = total;
+	p->level = high;
+	p->level_low = low;
 	p->host_at = now;
 	p->reading = 0;
 	atomic_store(&p->host_avail, p->avail);
@@ -405,6 +457,8 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now, int more)
 	if (f->next == f->cap)
 		f->full = 1;
 	f->inflight++;
+	atomic_fetch_add(&pool_took[p->psi], 1);
+	atomic_fetch_add(&pool_pending[p->psi], 1);
 	p->avail = p->avail > 0 ? p->avail - 1 : 0;
 	p->node_free = p->node_free > 0 ? p->node_free - 1 : 0;
 	if (p->nflight++ == 0)
@@ -431,6 +485,7 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now, int more)
 	f->inflight--;
 	if (--p->nflight == 0)
 		atomic_fetch_add(&p->fill_ns, t1 - p->busy_since);
+	pool_took_end(p->psi, 1, ok ? 0 : 1);
 	if (ok) {
 		f->done++;
 		p->failed = 0;
@@ -477,6 +532,7 @@ pool_cut(struct pool *p, uint64_t n, int yield)
 	r = pool_file_ready(f);
 	keep = r > n ? r - n : 0;
 	f->busy = 1;
+	pool_took_begin(p->psi, had - keep);
 	pthread_mutex_unlock(&p->lock);
 	if (keep == 0) {
 		/* A copy: the slot stays taken (busy) until we are back. */
@@ -486,6 +542,7 @@ pool_cut(struct pool *p, uint64_t n, int yield)
 		ok = 1;
 	} else
 		ok = ftruncate(f->fd, (off_t)(keep * p->page_size)) == 0;
+	pool_took_end(p->psi, had - keep, ok ? had - keep : 0);
 	pthread_mutex_lock(&p->lock);
 	f->busy = 0;
 	if (keep == 0) {
@@ -528,7 +585,14 @@ pool_step(struct pool *p)
 again:
 	pthread_mutex_lock(&p->lock);
 	reserve = atomic_load(&pool_reserve[p->psi]);
-	if (p->owed > 0 && now >= p->owed_until)
+	/*
+	 * A short hand-out's rest is held for its program until it has it
+	 * (others took as many pages since: its mmap reserved them), or its
+	 * pages are back (it exited without), or for [pool] short_hold_ms.
+	 */
+	if (p->owed > 0 && (now >= p->owed_until ||
+	    p->level + (int64_t)p->owed <= p->owed_mark ||
+	    p->level_low >= p->owed_back))
 		p->owed = 0;
 	held = pool_held(p);
 	target = atomic_load(&p->target);

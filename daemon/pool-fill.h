@@ -37,6 +37,13 @@
  */
 #define POOL_QUIET_NS		2000000000ULL	/* [pool] quiet_ms */
 #define POOL_QUIET_MIN		(64ULL << 20)
+/*
+ * A hand-out short of what its program asked for: the kernel must find
+ * the rest free as the program maps the whole, so the pools hold that
+ * many pages off their refill until others have taken as many (its mmap
+ * reserved them), at most this long (a program that never maps).
+ */
+#define POOL_SHORT_NS		5000000000ULL	/* [pool] short_hold_ms */
 
 struct pool_file {
 	int			 fd;		/* -1: an empty slot */
@@ -70,6 +77,11 @@ struct pool {
 	uint64_t		 host_at;	/* ns of the read */
 	uint64_t		 owed;		/* pages a short hand-out needs */
 	uint64_t		 owed_until;	/* ns */
+	int64_t			 owed_mark;	/* level at the hand-out (low) */
+	int64_t			 owed_back;	/* level (high) once its pages
+						   are back on the host */
+	int64_t			 level;		/* pool_host_level, last read: */
+	int64_t			 level_low;	/* high, and low */
 	uint64_t		 backoff;	/* ns: no allocation before */
 	uint64_t		 quiet_until;	/* ns: a taker starts (pool_hand) */
 	uint64_t		 quiet_avail;	/* avail once as many pages as it
@@ -110,6 +122,10 @@ extern atomic_int	 pool_on;
 extern struct bucket	*pool_fill_budget;	/* [pool] gbs */
 uint64_t	 pool_file_ready(const struct pool_file *);
 uint64_t	 pool_held(const struct pool *);
+void		 pool_host_level(const struct pool *, int64_t *, int64_t *,
+		    uint64_t *, uint64_t *);
+void		 pool_took_begin(int, uint64_t);
+void		 pool_took_end(int, uint64_t, uint64_t);
 void		 pool_recount(struct pool *);
 uint64_t	 pool_layout_cap(const struct pool_file *, int nfiles,
 		    uint64_t room, uint64_t host_total, int *small);

@@ -47,7 +47,6 @@
 #define POOL_WAITERS_MAX	64
 #define POOL_UID_WINDOW_NS	60000000000ULL	/* a uid's share per this */
 #define POOL_UIDS_MAX		1024
-#define POOL_OWED_NS		5000000000ULL	/* a short hand-out's rest */
 
 /* A hand-out waiting for a file's pages in flight (main thread only). */
 struct pool_waiter {
@@ -75,6 +74,7 @@ static struct bucket	*pool_bucket;
 static uint64_t		 pool_uid_bytes;
 static int		 pool_uid_share;
 static uint64_t		 pool_quiet_ns = POOL_QUIET_NS;	/* [pool] quiet_ms */
+static uint64_t		 pool_short_ns = POOL_SHORT_NS;	/* short_hold_ms */
 static uint64_t		 pool_next_id = 1;
 static int		 pool_kick_fd = -1;
 static struct event	*pool_kick_ev;
@@ -234,14 +234,17 @@ pool_detach(struct pool *p, int k, uint64_t want, uint64_t *pages)
 	/* Our own file and mapping: no client's lock behind these calls. */
 	munmap(f.map, f.maplen);
 	f.map = NULL;
+	pool_took_begin(p->psi, cut);
 	if ((uint64_t)f.cap != n && ftruncate(f.fd, (off_t)(n *
 	    p->page_size)) == -1) {
 		log_warn("pool: %s pages, node %d: cutting a file to %llu "
 		    "pages", pool_sizes[p->psi].human, p->node,
 		    (unsigned long long)n);
 		close(f.fd);
+		pool_took_end(p->psi, cut, n + cut);
 		return (-1);
 	}
+	pool_took_end(p->psi, cut, cut);
 	if (cut > 0)
 		atomic_fetch_add(&p->cut, cut);
 	pool_fill_kick();
@@ -253,18 +256,22 @@ pool_detach(struct pool *p, int k, uint64_t want, uint64_t *pages)
  * A hand-out of got pages to a client that wants more: the kernel must
  * find the rest free, so the pools of that size give back what the host
  * lacks at once (our own files: no client's lock behind it), and hold
- * back from refilling it for a while (owed).
+ * back from refilling it (owed) until others have taken as many pages
+ * from the host, or for [pool] short_hold_ms (POOL_SHORT_NS).
  */
 static void
-pool_short(int psi, uint64_t rest)
+pool_short(int psi, uint64_t got, uint64_t rest)
 {
 	struct pool	*p;
-	uint64_t	 now = stats_now_ns(), reserve, need, n;
+	uint64_t	 now = stats_now_ns(), reserve, need, n, fr, rs;
+	int64_t		 low, high;
 	int		 node, k;
 
 	reserve = atomic_load(&pool_reserve[psi]);
 	if ((p = pool_get(psi, 0)) == NULL)
 		return;
+	/* Before its program can have the fd: it has reserved nothing. */
+	pool_host_level(p, &low, &high, &fr, &rs);
 	/* The host's count, not a node's: one need for every node. */
 	pthread_mutex_lock(&p->lock);
 	need = reserve + rest > p->avail ? reserve + rest - p->avail : 0;
@@ -273,8 +280,10 @@ pool_short(int psi, uint64_t rest)
 		if ((p = pool_get(psi, node)) == NULL || p->page_size == 0)
 			continue;
 		pthread_mutex_lock(&p->lock);
-		p->owed = rest;
-		p->owed_until = now + POOL_OWED_NS;
+		p->owed = pool_short_ns > 0 ? rest : 0;
+		p->owed_until = now + pool_short_ns;
+		p->owed_mark = low;
+		p->owed_back = high + (int64_t)got;
 		for (k = 0; k < POOL_FILES && need > 0; k++) {
 			struct pool_file	*f = &p->files[k], gone;
 
@@ -289,8 +298,10 @@ pool_short(int psi, uint64_t rest)
 			p->node_free += n;
 			atomic_fetch_add(&p->yielded, n);
 			need = need > n ? need - n : 0;
+			pool_took_begin(psi, n);
 			pthread_mutex_unlock(&p->lock);
 			pool_file_drop(&gone);
+			pool_took_end(psi, n, n);
 			pthread_mutex_lock(&p->lock);
 		}
 		pool_recount(p);
@@ -326,7 +337,7 @@ pool_hand(struct client *c, struct pool_answer *a, struct pool *p, int fd,
 	    (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
 	    *name != '\0' ? " for '" : "", name, *name != '\0' ? "'" : "");
 	if (want != UINT64_MAX && pages < want)
-		pool_short(p->psi, want - pages);
+		pool_short(p->psi, pages, want - pages);
 }
 
 /* The pool a request should take from: the wanted node first, else the
@@ -641,6 +652,7 @@ pool_configure(const struct conf *c)
 	pool_uid_bytes = c->pool_uid_bytes;
 	pool_uid_share = c->pool_uid_share;
 	pool_quiet_ns = (uint64_t)c->pool_quiet_ms * 1000000ULL;
+	pool_short_ns = (uint64_t)c->pool_short_hold_ms * 1000000ULL;
 	pool_fill_budget = pool_bucket;
 	pool_nuids = 0;
 	pool_fill_kick();

@@ -1246,3 +1246,92 @@ Test(pool, refill_goes_on_once_a_guests_pages_are_back)
 	fflush(stdout);
 	pd_stop(&d);
 }
+
+/*
+ * The default pool (every free page above the reserve) with a reserve
+ * that leaves it want pages, no quiet, and an hour's hold for a short
+ * hand-out's rest: each test below must see the hold end on what the
+ * host does, not on the clock.  The reserve in pages.
+ */
+static long
+pd_start_short(struct pd *d, long want)
+{
+	char	conf[256];
+	long	avail;
+
+	itest_need_pages(2048, want + 16 + 8);
+	avail = pd_host_avail();
+	snprintf(conf, sizeof(conf), "[pool]\nreserve_2m = %ldM\n"
+	    "quiet_ms = 0\nuid_share = 0\nshort_hold_ms = 3600000\n",
+	    (avail - want) * 2);
+	pd_start(d, conf);
+	return (avail - want);
+}
+
+/*
+ * A hand-out short of what its program asked for keeps the rest off the
+ * refill only until the program has it.  The program maps and touches
+ * the whole file (the kernel takes the rest, 8 pages, from the host's
+ * free pages); then the reserve drops by 24 pages (SIGHUP) and the pool
+ * must take all 16 now above it while the program still runs.  Before
+ * the fix it held 8 of them back for [pool] short_hold_ms (5 s by
+ * default, an hour here) whatever the program did, and took 8.
+ */
+Test(pool, a_short_hand_outs_rest_is_held_until_its_program_has_it)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	unsigned char		*a;
+	char			 conf[256];
+	size_t			 ready;
+	long			 reserve;
+	int			 fd;
+
+	reserve = pd_start_short(&d, 24);
+	pd_wait_ready(24);
+	/* Wants 32 pages, gets the 24 ready: 8 are its to allocate. */
+	fd = hpz_pool_take(32 * PD_PAGE, HPZ_PAGE_2M, "guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, 24 * PD_PAGE);
+	cr_assert_eq(ftruncate(fd, (off_t)(32 * PD_PAGE)), 0);
+	a = mmap(NULL, 32 * PD_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	    0);
+	cr_assert_neq(a, MAP_FAILED, "the short hand-out's program could not "
+	    "map its rest: %s", strerror(errno));
+	memset(a, 0x5a, 32 * PD_PAGE);
+	snprintf(conf, sizeof(conf), "[pool]\nreserve_2m = %ldM\n"
+	    "quiet_ms = 0\nuid_share = 0\nshort_hold_ms = 3600000\n",
+	    (reserve - 24) * 2);
+	pd_write_conf(&d, conf);
+	kill(d.pid, SIGHUP);
+	p = pd_wait_ready(16);
+	printf("pool: %llu pages refilled beside a program that has the rest "
+	    "of its short hand-out, %llu given back\n", p.ready_pages,
+	    p.yielded_pages);
+	fflush(stdout);
+	munmap(a, 32 * PD_PAGE);
+	close(fd);
+	pd_stop(&d);
+}
+
+/*
+ * A program that takes a short hand-out and exits before it maps the
+ * rest frees the pages it took, and the hold on the rest ends with it.
+ * Before the fix the pool refilled all but the rest (16 of 24) and held
+ * those for the whole [pool] short_hold_ms.
+ */
+Test(pool, a_short_hand_outs_hold_ends_when_its_program_exits)
+{
+	struct pd		 d;
+	size_t			 ready;
+	int			 fd;
+
+	pd_start_short(&d, 24);
+	pd_wait_ready(24);
+	fd = hpz_pool_take(32 * PD_PAGE, HPZ_PAGE_2M, "guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, 24 * PD_PAGE);
+	close(fd);
+	pd_wait_ready(24);
+	pd_stop(&d);
+}

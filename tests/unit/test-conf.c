@@ -776,6 +776,7 @@ Test(conf, pool_defaults)
 	cr_assert_eq(c.pool_uid_bytes, 0);
 	cr_assert_eq(c.pool_uid_share, 100);
 	cr_assert_eq(c.pool_quiet_ms, 2000);
+	cr_assert_eq(c.pool_short_hold_ms, 5000);
 }
 
 Test(conf, pool_every_key)
@@ -786,7 +787,7 @@ Test(conf, pool_every_key)
 	conf_defaults(&c);
 	expect_good("[pool]\nenable = no\nsize_2m = 512M\nsize_1g = 0\n"
 	    "reserve_2m = 4G\nreserve_1g = 0\ngbs = 2.5\nuid_bytes = 8G\n"
-	    "uid_share = 0\nquiet_ms = 0\n",
+	    "uid_share = 0\nquiet_ms = 0\nshort_hold_ms = 0\n",
 	    &c);
 	cr_assert_eq(c.pool, 0);
 	for (i = 0; i < TOPO_NODES_MAX; i++) {
@@ -799,6 +800,7 @@ Test(conf, pool_every_key)
 	cr_assert_eq(c.pool_uid_bytes, 8 * GiB);
 	cr_assert_eq(c.pool_uid_share, 0);
 	cr_assert_eq(c.pool_quiet_ms, 0);
+	cr_assert_eq(c.pool_short_hold_ms, 0);
 }
 
 Test(conf, pool_size_per_node)
@@ -837,6 +839,8 @@ Test(conf, bad_pool_values)
 		{ "pool", "uid_bytes", "1.5G" },
 		{ "pool", "uid_share", "101" },
 		{ "pool", "quiet_ms", "3600001" },
+		{ "pool", "short_hold_ms", "-1" },
+		{ "pool", "short_hold_ms", "3600001" },
 		{ "pool", "size_2m", "al" },
 	};
 
@@ -866,6 +870,7 @@ odd_conf_all(struct conf *c)
 	c->pool_uid_bytes = 1536 * MiB;
 	c->pool_uid_share = 40;
 	c->pool_quiet_ms = 500;
+	c->pool_short_hold_ms = 250;
 	c->intercept = INTERCEPT_ALWAYS;
 	c->step_aside = ASIDE_NEVER;
 }
@@ -910,7 +915,7 @@ Test(conf, table_is_whole)
 		}
 		covered += k->size;
 	}
-	cr_assert_eq(i, 32, "a key added: give it a test and a man entry");
+	cr_assert_eq(i, 33, "a key added: give it a test and a man entry");
 	cr_assert_null(conf_key_find("workers", "spin"));
 	cr_assert_null(conf_key_find("daemon", "spin_us"));
 	/* Every byte of struct conf but padding belongs to a key. */
@@ -1157,7 +1162,8 @@ Test(conf, text_of_a_section)
 	odd_conf_all(&c);
 	cr_assert_str_eq(conf_text(&c, "pool", 0, buf, sizeof(buf)),
 	    "enable=no size_2m=2:64M size_1g=3G reserve_2m=6M reserve_1g=0 "
-	    "gbs=0.1 uid_bytes=1536M uid_share=40 quiet_ms=500");
+	    "gbs=0.1 uid_bytes=1536M uid_share=40 quiet_ms=500 "
+	    "short_hold_ms=250");
 }
 
 /* What the workers get is the settings'. */
