@@ -20,15 +20,20 @@
 #include "cli.h"
 #include "bench.h"
 
-/* One touching thread and its share [lo, hi) of the region. */
-struct bench_thread {
+/* A timed thread: released by a barrier, its span read on itself. */
+struct bench_lane {
 	pthread_t		 tid;
 	pthread_barrier_t	*barrier;
+	uint64_t		 start, end;	/* its own clock */
+};
+
+/* One touching thread and its share [lo, hi) of the region. */
+struct bench_thread {
+	struct bench_lane	 l;		/* first: bench_touch_span */
 	unsigned char		*base;
 	size_t			 lo, hi, page;
 	double			*fault_ns;	/* per huge page of the share */
 	double			*read_ns;
-	uint64_t		 start, end;	/* its own clock */
 	unsigned long		 sink;
 };
 
@@ -36,6 +41,7 @@ struct bench_thread {
 static unsigned long	bench_touch_sink;
 
 static void	*bench_touch_thread(void *);
+static uint64_t	bench_touch_span(void *, size_t, int, pthread_barrier_t *);
 static double	bench_touch_clear_pass(const struct clear_kernel *,
 		    unsigned char *);
 
@@ -80,8 +86,8 @@ bench_touch_thread(void *arg)
 	uint64_t			 t0, t1, t2;
 	size_t				 pg, lo, hi, off, fault, k = 0, i;
 
-	pthread_barrier_wait(t->barrier);
-	t->start = clock_now_ns();
+	pthread_barrier_wait(t->l.barrier);
+	t->l.start = clock_now_ns();
 	for (pg = t->lo - t->lo % t->page; pg < t->hi; pg += t->page) {
 		lo = pg > t->lo ? pg : t->lo;
 		hi = pg + t->page < t->hi ? pg + t->page : t->hi;
@@ -103,9 +109,34 @@ bench_touch_thread(void *arg)
 		for (off = lo; off < hi; off += BENCH_SUBPAGE)
 			sum += b[off];
 	}
-	t->end = clock_now_ns();
+	t->l.end = clock_now_ns();
 	t->sink = sum;
 	return (NULL);
+}
+
+/*
+ * Release n threads waiting on barrier (each an element of the array at
+ * threads, stride bytes apart, whose first member is its bench_lane) and
+ * join them: ns from the first one's start to the last one's end.
+ */
+static uint64_t
+bench_touch_span(void *threads, size_t stride, int n,
+    pthread_barrier_t *barrier)
+{
+	struct bench_lane	*l;
+	uint64_t		 t0 = UINT64_MAX, t1 = 0;
+	int			 i;
+
+	pthread_barrier_wait(barrier);
+	for (i = 0; i < n; i++) {
+		l = (struct bench_lane *)(void *)((char *)threads +
+		    (size_t)i * stride);
+		pthread_join(l->tid, NULL);
+		t0 = l->start < t0 ? l->start : t0;
+		t1 = l->end > t1 ? l->end : t1;
+	}
+	pthread_barrier_destroy(barrier);
+	return (t1 > t0 ? t1 - t0 : 0);
 }
 
 /*
@@ -124,38 +155,27 @@ bench_touch(void *addr, size_t size, size_t page, int threads,
 {
 	struct bench_thread	*t;
 	pthread_barrier_t	 barrier;
-	uint64_t		 t0, t1;
+	uint64_t		 ns;
 	size_t			 k = 0;
 	int			 i;
 
 	t = cli_alloc((size_t)threads * sizeof *t);
 	cli_barrier_init(&barrier, (unsigned int)threads + 1);
 	for (i = 0; i < threads; i++) {
-		t[i].barrier = &barrier;
+		t[i].l.barrier = &barrier;
 		t[i].base = addr;
 		t[i].page = page;
 		bench_touch_share(size, page, threads, i, &t[i].lo, &t[i].hi);
 		t[i].fault_ns = fault_ns + k;
 		t[i].read_ns = read_ns + k;
 		k += bench_touch_pieces(t[i].lo, t[i].hi, page);
-		cli_thread_start(&t[i].tid, bench_touch_thread, &t[i], i);
+		cli_thread_start(&t[i].l.tid, bench_touch_thread, &t[i], i);
 	}
-
-	pthread_barrier_wait(&barrier);
-	for (i = 0; i < threads; i++)
-		pthread_join(t[i].tid, NULL);
-	t0 = t[0].start;
-	t1 = t[0].end;
-	for (i = 1; i < threads; i++) {
-		t0 = t[i].start < t0 ? t[i].start : t0;
-		t1 = t[i].end > t1 ? t[i].end : t1;
-	}
-
+	ns = bench_touch_span(t, sizeof *t, threads, &barrier);
 	for (i = 0; i < threads; i++)
 		bench_touch_sink += t[i].sink;
-	pthread_barrier_destroy(&barrier);
 	free(t);
-	return ((double)(t1 - t0) / 1e9);
+	return ((double)ns / 1e9);
 }
 
 /*
@@ -208,13 +228,11 @@ bench_touch_verify(struct bench *b, const struct bench_case *c,
 
 /* One thread of bench_touch_bound: extents off a shared cursor. */
 struct bench_bound {
-	pthread_t		 tid;
-	pthread_barrier_t	*barrier;
+	struct bench_lane	 l;		/* first: bench_touch_span */
 	const struct clear_kernel *k;
 	unsigned char		*page;
 	size_t			 size, extent;
 	size_t			*next;
-	uint64_t		 start, end;
 };
 
 static void *
@@ -223,15 +241,15 @@ bench_bound_thread(void *arg)
 	struct bench_bound	*t = arg;
 	size_t			 off, len;
 
-	pthread_barrier_wait(t->barrier);
-	t->start = clock_now_ns();
+	pthread_barrier_wait(t->l.barrier);
+	t->l.start = clock_now_ns();
 	while ((off = __atomic_fetch_add(t->next, t->extent,
 	    __ATOMIC_RELAXED)) < t->size) {
 		len = t->size - off < t->extent ? t->size - off : t->extent;
 		t->k->fn(t->page + off, len);
 	}
 	clear_fence();
-	t->end = clock_now_ns();
+	t->l.end = clock_now_ns();
 	return (NULL);
 }
 
@@ -248,33 +266,24 @@ bench_touch_bound(void *page, size_t size, int threads, size_t extent,
 {
 	struct bench_bound	*t;
 	pthread_barrier_t	 barrier;
-	uint64_t		 t0, t1;
+	uint64_t		 ns;
 	size_t			 next = 0;
 	int			 i;
 
 	t = cli_alloc((size_t)threads * sizeof *t);
 	cli_barrier_init(&barrier, (unsigned int)threads + 1);
 	for (i = 0; i < threads; i++) {
-		t[i].barrier = &barrier;
+		t[i].l.barrier = &barrier;
 		t[i].k = k;
 		t[i].page = page;
 		t[i].size = size;
 		t[i].extent = extent;
 		t[i].next = &next;
-		cli_thread_start(&t[i].tid, bench_bound_thread, &t[i], i);
+		cli_thread_start(&t[i].l.tid, bench_bound_thread, &t[i], i);
 	}
-	pthread_barrier_wait(&barrier);
-	for (i = 0; i < threads; i++)
-		pthread_join(t[i].tid, NULL);
-	t0 = t[0].start;
-	t1 = t[0].end;
-	for (i = 1; i < threads; i++) {
-		t0 = t[i].start < t0 ? t[i].start : t0;
-		t1 = t[i].end > t1 ? t[i].end : t1;
-	}
-	pthread_barrier_destroy(&barrier);
+	ns = bench_touch_span(t, sizeof *t, threads, &barrier);
 	free(t);
-	return ((double)(t1 - t0) / 1e6);
+	return ((double)ns / 1e6);
 }
 
 /* One timed pass of a clear kernel over the buffer, in GB/s. */
