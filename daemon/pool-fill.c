@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -251,7 +252,7 @@ pool_read_count(int fd)
  * allocating pages takes it down, one freeing them puts it up).  A change
  * of ours under way as the counts are read may show in them or not: *high
  * can only be above the level, *low (the pages under way taken off) only
- * below it.  *freep, *resvp: the counts read.
+ * below it; either may be NULL.  *freep, *resvp: the counts read.
  */
 void
 pool_host_level(const struct pool *p, int64_t *low, int64_t *high,
@@ -266,8 +267,10 @@ pool_host_level(const struct pool *p, int64_t *low, int64_t *high,
 	t1 = atomic_load(&pool_took[p->psi]);
 	q1 = atomic_load(&pool_pending[p->psi]);
 	level = (int64_t)*freep - (int64_t)*resvp;
-	*high = level + (t0 > t1 ? t0 : t1);
-	*low = level + (t0 < t1 ? t0 : t1) - (q0 > q1 ? q0 : q1);
+	if (high != NULL)
+		*high = level + (t0 > t1 ? t0 : t1);
+	if (low != NULL)
+		*low = level + (t0 < t1 ? t0 : t1) - (q0 > q1 ? q0 : q1);
 }
 
 /* The host's counts for p, again if they are old (filler). */
@@ -275,7 +278,7 @@ static void
 pool_counts(struct pool *p, uint64_t now)
 {
 	uint64_t	free, resv, total, node_free;
-	int64_t		low, high;
+	int64_t		high;
 
 	pthread_mutex_lock(&p->lock);
 	if (p->reading || now - p->host_at < POOL_HOST_NS) {
@@ -284,7 +287,7 @@ pool_counts(struct pool *p, uint64_t now)
 	}
 	p->reading = 1;
 	pthread_mutex_unlock(&p->lock);
-	pool_host_level(p, &low, &high, &free, &resv);
+	pool_host_level(p, NULL, &high, &free, &resv);
 	total = pool_read_count(p->fd_nr);
 	node_free = p->fd_node >= 0 ? pool_read_count(p->fd_node) : free;
 	pthread_mutex_lock(&p->lock);
@@ -296,7 +299,6 @@ pool_counts(struct pool *p, uint64_t now)
 	p->node_free = node_free;
 	p->host_total = total;
 	p->level = high;
-	p->level_low = low;
 	p->host_at = now;
 	p->reading = 0;
 	atomic_store(&p->host_avail, p->avail);
@@ -572,6 +574,29 @@ pool_cut(struct pool *p, uint64_t n, int yield)
 	return (pool_done_step(p, f->taking));
 }
 
+/*
+ * Has the process behind pidfd exited?  A poll that cannot wait, on our
+ * own descriptor: the one system call made under a pool's lock.  No
+ * pidfd (a client in another pid namespace): not known, so no.
+ */
+static int
+pool_taker_gone(int pidfd)
+{
+	struct pollfd	pfd = { .fd = pidfd, .events = POLLIN };
+
+	return (pidfd >= 0 && poll(&pfd, 1, 0) == 1);
+}
+
+/* A short hand-out's hold is over (lock held). */
+void
+pool_owed_end(struct pool *p)
+{
+	p->owed = 0;
+	if (p->owed_pidfd >= 0)
+		close(p->owed_pidfd);
+	p->owed_pidfd = -1;
+}
+
 /* One step of work on p; 1 if it did some (filler). */
 static int
 pool_step(struct pool *p)
@@ -587,13 +612,14 @@ again:
 	reserve = atomic_load(&pool_reserve[p->psi]);
 	/*
 	 * A short hand-out's rest is held for its program until it has it
-	 * (others took as many pages since: its mmap reserved them), or its
-	 * pages are back (it exited without), or for [pool] short_hold_ms.
+	 * (others took as many pages since: its mmap reserved them), or has
+	 * exited, or for [pool] short_hold_ms.  Its exit, not the host's
+	 * pages coming back: another client freeing pages must not end it.
 	 */
 	if (p->owed > 0 && (now >= p->owed_until ||
 	    p->level + (int64_t)p->owed <= p->owed_mark ||
-	    p->level_low >= p->owed_back))
-		p->owed = 0;
+	    pool_taker_gone(p->owed_pidfd)))
+		pool_owed_end(p);
 	held = pool_held(p);
 	target = atomic_load(&p->target);
 	act = pool_decide(atomic_load(&pool_on), p->avail,

@@ -41,7 +41,8 @@
  * A hand-out short of what its program asked for: the kernel must find
  * the rest free as the program maps the whole, so the pools hold that
  * many pages off their refill until others have taken as many (its mmap
- * reserved them), at most this long (a program that never maps).
+ * reserved them) or the program that took it has exited, at most this
+ * long (a program that never maps, or one we cannot watch).
  */
 #define POOL_SHORT_NS		5000000000ULL	/* [pool] short_hold_ms */
 
@@ -78,10 +79,8 @@ struct pool {
 	uint64_t		 owed;		/* pages a short hand-out needs */
 	uint64_t		 owed_until;	/* ns */
 	int64_t			 owed_mark;	/* level at the hand-out (low) */
-	int64_t			 owed_back;	/* level (high) once its pages
-						   are back on the host */
-	int64_t			 level;		/* pool_host_level, last read: */
-	int64_t			 level_low;	/* high, and low */
+	int			 owed_pidfd;	/* its taker's, or -1 */
+	int64_t			 level;		/* pool_host_level (high) */
 	uint64_t		 backoff;	/* ns: no allocation before */
 	uint64_t		 quiet_until;	/* ns: a taker starts (pool_hand) */
 	uint64_t		 quiet_avail;	/* avail once as many pages as it
@@ -125,6 +124,7 @@ uint64_t	 pool_held(const struct pool *);
 void		 pool_host_level(const struct pool *, int64_t *, int64_t *,
 		    uint64_t *, uint64_t *);
 void		 pool_took_begin(int, uint64_t);
+void		 pool_owed_end(struct pool *);
 void		 pool_took_end(int, uint64_t, uint64_t);
 void		 pool_recount(struct pool *);
 uint64_t	 pool_layout_cap(const struct pool_file *, int nfiles,

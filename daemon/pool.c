@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include <event2/event.h>
 
@@ -257,21 +258,22 @@ pool_detach(struct pool *p, int k, uint64_t want, uint64_t *pages)
  * find the rest free, so the pools of that size give back what the host
  * lacks at once (our own files: no client's lock behind it), and hold
  * back from refilling it (owed) until others have taken as many pages
- * from the host, or for [pool] short_hold_ms (POOL_SHORT_NS).
+ * from the host, or its taker has exited, or for [pool] short_hold_ms
+ * (POOL_SHORT_NS).
  */
 static void
-pool_short(int psi, uint64_t got, uint64_t rest)
+pool_short(int psi, uint64_t rest, pid_t taker)
 {
 	struct pool	*p;
 	uint64_t	 now = stats_now_ns(), reserve, need, n, fr, rs;
-	int64_t		 low, high;
-	int		 node, k;
+	int64_t		 low;
+	int		 node, k, pidfd;
 
 	reserve = atomic_load(&pool_reserve[psi]);
 	if ((p = pool_get(psi, 0)) == NULL)
 		return;
 	/* Before its program can have the fd: it has reserved nothing. */
-	pool_host_level(p, &low, &high, &fr, &rs);
+	pool_host_level(p, &low, NULL, &fr, &rs);
 	/* The host's count, not a node's: one need for every node. */
 	pthread_mutex_lock(&p->lock);
 	need = reserve + rest > p->avail ? reserve + rest - p->avail : 0;
@@ -279,11 +281,15 @@ pool_short(int psi, uint64_t got, uint64_t rest)
 	for (node = 0; node < pool_nnodes; node++) {
 		if ((p = pool_get(psi, node)) == NULL || p->page_size == 0)
 			continue;
+		/* Its exit ends the hold: one pidfd for each node's. */
+		pidfd = taker > 0 && pool_short_ns > 0 ?
+		    (int)syscall(SYS_pidfd_open, taker, 0) : -1;
 		pthread_mutex_lock(&p->lock);
+		pool_owed_end(p);
 		p->owed = pool_short_ns > 0 ? rest : 0;
 		p->owed_until = now + pool_short_ns;
 		p->owed_mark = low;
-		p->owed_back = high + (int64_t)got;
+		p->owed_pidfd = pidfd;
 		for (k = 0; k < POOL_FILES && need > 0; k++) {
 			struct pool_file	*f = &p->files[k], gone;
 
@@ -337,7 +343,7 @@ pool_hand(struct client *c, struct pool_answer *a, struct pool *p, int fd,
 	    (unsigned long long)c->id, (int)c->pid, (unsigned)c->uid,
 	    *name != '\0' ? " for '" : "", name, *name != '\0' ? "'" : "");
 	if (want != UINT64_MAX && pages < want)
-		pool_short(p->psi, pages, want - pages);
+		pool_short(p->psi, want - pages, c->pid);
 }
 
 /* The pool a request should take from: the wanted node first, else the
@@ -705,6 +711,7 @@ pool_start(const struct conf *c)
 		for (k = 0; k < POOL_FILES; k++)
 			p->files[k].fd = -1;
 		p->fd_free = p->fd_resv = p->fd_nr = p->fd_node = -1;
+		p->owed_pidfd = -1;
 		snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/%s",
 		    pool_sizes[p->psi].dir);
 		if (access(path, F_OK) != 0)
@@ -771,6 +778,7 @@ pool_stop(void)
 		p = &pool_all[i];
 		for (k = 0; k < POOL_FILES; k++)
 			pool_file_drop(&p->files[k]);
+		pool_owed_end(p);
 		if (p->fd_free >= 0)
 			close(p->fd_free);
 		if (p->fd_resv >= 0)

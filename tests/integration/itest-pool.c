@@ -1315,23 +1315,131 @@ Test(pool, a_short_hand_outs_rest_is_held_until_its_program_has_it)
 }
 
 /*
+ * A child of the test that takes a hand-out of want pages, says how many
+ * it got on out, then (unless go is -1) waits for a byte on go and maps
+ * and touches the whole file, checking that what came from the pool reads
+ * zero.  Exits 0, or what failed (10 and up); the pool file's fd closes
+ * with it.
+ */
+static pid_t
+pd_taker(long want, int out, int go)
+{
+	unsigned char	*a;
+	size_t		 ready, first;
+	pid_t		 pid;
+	char		 c;
+	int		 fd;
+
+	cr_assert_geq(pid = itest_fork_dying(), 0);
+	if (pid != 0)
+		return (pid);
+	fd = hpz_pool_take((size_t)want * PD_PAGE, HPZ_PAGE_2M, "guest",
+	    &ready);
+	if (fd < 0)
+		_exit(10);
+	if (write(out, &ready, sizeof(ready)) != sizeof(ready))
+		_exit(11);
+	if (go < 0)
+		_exit(0);
+	if (read(go, &c, 1) != 1)
+		_exit(12);
+	if (ftruncate(fd, (off_t)want * (off_t)PD_PAGE) != 0)
+		_exit(13);
+	a = mmap(NULL, (size_t)want * PD_PAGE, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, fd, 0);
+	if (a == MAP_FAILED)
+		_exit(14);
+	if (itest_count_nonzero(a, ready, &first) != 0)
+		_exit(15);
+	memset(a, 0x5a, (size_t)want * PD_PAGE);
+	_exit(0);
+}
+
+/* The taker's exit status, which must be 0. */
+static void
+pd_taker_done(pid_t pid)
+{
+	int	status;
+
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "the short hand-out's program failed: status 0x%x", status);
+}
+
+/*
  * A program that takes a short hand-out and exits before it maps the
- * rest frees the pages it took, and the hold on the rest ends with it.
- * Before the fix the pool refilled all but the rest (16 of 24) and held
- * those for the whole [pool] short_hold_ms.
+ * rest: the hold on the rest ends with it.  Before the fix the pool
+ * refilled all but the rest (16 of 24) and held those for the whole
+ * [pool] short_hold_ms.
  */
 Test(pool, a_short_hand_outs_hold_ends_when_its_program_exits)
 {
-	struct pd		 d;
-	size_t			 ready;
-	int			 fd;
+	struct pd	d;
+	size_t		ready;
+	pid_t		pid;
+	int		p[2];
 
 	pd_start_short(&d, 24);
 	pd_wait_ready(24);
-	fd = hpz_pool_take(32 * PD_PAGE, HPZ_PAGE_2M, "guest", &ready);
-	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(pipe(p), 0);
+	pid = pd_taker(32, p[1], -1);
+	cr_assert_eq(read(p[0], &ready, sizeof(ready)), sizeof(ready));
 	cr_assert_eq(ready, 24 * PD_PAGE);
-	close(fd);
+	pd_taker_done(pid);
 	pd_wait_ready(24);
+	close(p[0]);
+	close(p[1]);
+	pd_stop(&d);
+}
+
+/*
+ * Another program's pages coming back do not end a short hand-out's hold:
+ * only its own program can (or the clock).  Here the test frees 16 pages
+ * while the taker, short of 16, has not mapped yet: the pool must take
+ * none of them, and the taker then maps and touches all it asked for.
+ * With the hold ended by the host's count rising by as many pages as the
+ * taker was handed (the first version of this change), any client that
+ * freed pages ended another's hold, and the pool took those 16 pages.
+ */
+Test(pool, another_programs_pages_do_not_end_a_short_hand_outs_hold)
+{
+	struct pd		 d;
+	struct hpz_pool_info	 p;
+	unsigned char		*x;
+	size_t			 ready;
+	pid_t			 pid;
+	int			 out[2], go[2], fx, i, held = 0;
+
+	pd_start_short(&d, 24);
+	x = pd_plain_map(16, &fx);
+	memset(x, 0x33, 16 * PD_PAGE);
+	/* Only the test holds them: not the taker, forked below. */
+	close(fx);
+	cr_assert_eq(madvise(x, 16 * PD_PAGE, MADV_DONTFORK), 0);
+	pd_wait_ready(8);
+	cr_assert_eq(pipe(out), 0);
+	cr_assert_eq(pipe(go), 0);
+	pid = pd_taker(24, out[1], go[0]);
+	cr_assert_eq(read(out[0], &ready, sizeof(ready)), sizeof(ready));
+	cr_assert_eq(ready, 8 * PD_PAGE);
+	munmap(x, 16 * PD_PAGE);
+	for (i = 0; i < 20; i++) {
+		p = pd_pool();
+		if ((int)p.ready_pages > held)
+			held = (int)p.ready_pages;
+		usleep(50 * 1000);
+	}
+	printf("pool: %d pages taken in 1 s of the 16 another program freed "
+	    "beside a short hand-out's taker\n", held);
+	fflush(stdout);
+	cr_expect_eq(held, 0, "the pool took %d of the pages a short "
+	    "hand-out's program still needs", held);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+	pd_taker_done(pid);
+	pd_wait_ready(24);
+	close(out[0]);
+	close(out[1]);
+	close(go[0]);
+	close(go[1]);
 	pd_stop(&d);
 }
