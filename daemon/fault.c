@@ -281,11 +281,9 @@ fault_op_clear(struct resolve *rs, uint64_t lo, uint64_t n)
 
 	if (r->page_size > ext) {
 		b->awake_only = 0;
-		uint64_t T0 = stats_now_ns();
 		error = clear_split(base, r->page_size, rs->off[0],
 		    worker_config.hot_size, ext, fault_offer, b, &helped,
 		    &cost);
-		log_info("XX split %.3f ms helped %d bulk_ns %.3f ms since read %.3f", (stats_now_ns()-T0)/1e6, helped, cost.bulk_ns/1e6, (T0 - b->item[0]->t_read)/1e6);
 	} else if (n == 1 && worker_config.split &&
 	    r->page_size >= 2 * PLAN_EXTENT_MIN &&
 	    (helpers = worker_spinning(b->self)) > 0) {
