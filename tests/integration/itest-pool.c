@@ -1052,6 +1052,20 @@ Test(pool, follows_the_host_and_a_plain_program_still_maps_the_reserve)
 	pd_stop(&d);
 }
 
+/* A guest's take of want bytes of 2 MiB pages: its fd, ready asserted. */
+static int
+pd_take_guest(size_t want, size_t ready_want)
+{
+	size_t	ready;
+	int	fd;
+
+	fd = hpz_pool_take(want, HPZ_PAGE_2M, "guest", &ready);
+	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
+	cr_assert_eq(ready, ready_want, "asked for %zu bytes, %zu ready "
+	    "(%zu expected)", want, ready, ready_want);
+	return (fd);
+}
+
 /*
  * A second of the quiet after a take: the most pages the pool held (and
  * *p, its last look), the host's huge pages left as they are meanwhile
@@ -1097,15 +1111,12 @@ pd_quiet_check(const char *what, uint64_t free_min)
 Test(pool, no_refill_beside_a_guest_that_just_took_its_memory)
 {
 	struct pd		 d;
-	size_t			 ready;
 	int			 fd;
 
 	itest_need_pages(2048, 32 + 32 + 16);
 	pd_start(&d, "[pool]\nsize_2m = 64M\nreserve_2m = 16M\n");
 	pd_wait_ready(32);
-	fd = hpz_pool_take(64 * MiB, HPZ_PAGE_2M, "guest", &ready);
-	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
-	cr_assert_eq(ready, 64 * MiB);
+	fd = pd_take_guest(64 * MiB, 64 * MiB);
 	/* Half the quiet: the pool stays empty though pages are free. */
 	pd_quiet_check("a guest that took 32", 32);
 	/* The guest's pages come back: the refill goes on at once. */
@@ -1126,7 +1137,6 @@ Test(pool, no_refill_beside_a_guest_that_just_took_its_memory)
 Test(pool, the_pages_cut_off_a_taken_file_wait_out_the_quiet)
 {
 	struct pd		 d;
-	size_t			 ready;
 	int			 fd;
 
 	itest_need_pages(2048, 64 + 64 + 16);
@@ -1134,9 +1144,7 @@ Test(pool, the_pages_cut_off_a_taken_file_wait_out_the_quiet)
 	    "quiet_ms = 3600000\n");
 	pd_wait_ready(64);
 	/* Half the file: the other 32 pages are cut off and freed. */
-	fd = hpz_pool_take(64 * MiB, HPZ_PAGE_2M, "guest", &ready);
-	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
-	cr_assert_eq(ready, 64 * MiB);
+	fd = pd_take_guest(64 * MiB, 64 * MiB);
 	pd_quiet_check("a guest that took 32 pages of a file of 64", 64);
 	close(fd);
 	pd_wait_ready(64);
@@ -1223,7 +1231,6 @@ Test(pool, refill_goes_on_once_a_guests_pages_are_back)
 {
 	struct pd		 d;
 	struct hpz_pool_info	 p;
-	size_t			 ready;
 	void			*a;
 	int			 fd;
 
@@ -1231,9 +1238,7 @@ Test(pool, refill_goes_on_once_a_guests_pages_are_back)
 	pd_start(&d, "[pool]\nsize_2m = 64M\nreserve_2m = 16M\n"
 	    "quiet_ms = 3600000\n");
 	pd_wait_ready(32);
-	fd = hpz_pool_take(64 * MiB, HPZ_PAGE_2M, "guest", &ready);
-	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
-	cr_assert_eq(ready, 64 * MiB);
+	fd = pd_take_guest(64 * MiB, 64 * MiB);
 	a = mmap(NULL, 64 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	cr_assert_neq(a, MAP_FAILED);
 	memset(a, 0x5a, 64 * MiB);
@@ -1283,16 +1288,13 @@ Test(pool, a_short_hand_outs_rest_is_held_until_its_program_has_it)
 	struct hpz_pool_info	 p;
 	unsigned char		*a;
 	char			 conf[256];
-	size_t			 ready;
 	long			 reserve;
 	int			 fd;
 
 	reserve = pd_start_short(&d, 24);
 	pd_wait_ready(24);
 	/* Wants 32 pages, gets the 24 ready: 8 are its to allocate. */
-	fd = hpz_pool_take(32 * PD_PAGE, HPZ_PAGE_2M, "guest", &ready);
-	cr_assert_geq(fd, 0, "hpz_pool_take: %s", hpz_last_error());
-	cr_assert_eq(ready, 24 * PD_PAGE);
+	fd = pd_take_guest(32 * PD_PAGE, 24 * PD_PAGE);
 	cr_assert_eq(ftruncate(fd, (off_t)(32 * PD_PAGE)), 0);
 	a = mmap(NULL, 32 * PD_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 	    0);
