@@ -472,7 +472,7 @@ uffd_poll(void *arg, struct worker *self)
 void
 uffd_poll_start(struct region *r)
 {
-	r->polled = worker_poll_add(uffd_poll, r, r->node);
+	r->polled = worker_poll_add(uffd_poll, r, r->uffd, r->node);
 }
 
 /* After this returns no worker reads r's uffd (main thread). */

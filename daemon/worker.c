@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 
 #include <numa.h>
@@ -48,6 +49,7 @@
 #define WORKER_WATCH_MS		50
 #define WORKER_BG_MAX		HPZD_WORKERS_MAX
 #define WORKER_TAKE_BATCH	64
+#define WORKER_WAKE_MAX		16	/* fds one wake reads at most */
 
 /* Who is in an ioctl on a client's mm, since when (0: not), which. */
 struct worker_slot {
@@ -71,6 +73,7 @@ struct worker {
 	int			 cpu;		/* pinned to, or -1 */
 	int			 node;
 	int			 efd;
+	int			 epfd;		/* efd and the sources' fds */
 	pthread_mutex_t		 lock;
 	struct workq		 queue;
 	atomic_int		 pending;	/* items in queue */
@@ -125,6 +128,7 @@ static pthread_rwlock_t	 worker_poll_lock = PTHREAD_RWLOCK_INITIALIZER;
 struct worker_source {
 	int		(*read)(void *, struct worker *);
 	void		*arg;
+	int		 fd;		/* slept on by idle workers, or -1 */
 	int		 node;		/* the worker's node reads it, or -1 */
 };
 static struct worker_source	 worker_poll[WORKER_POLL_MAX];
@@ -512,6 +516,59 @@ worker_take_over(struct worker *w)
 	}
 }
 
+/* Does worker w sleep on source src? */
+static int
+worker_sleeps_on(const struct worker *w, const struct worker_source *src)
+{
+	return (src->fd >= 0 && (src->node < 0 || w->cpu < 0 ||
+	    src->node == w->node));
+}
+
+/*
+ * Arm w's sleep on src's fd for one wake (op: EPOLL_CTL_ADD or _MOD).  One
+ * shot: a worker woken reads and arms it again, and an entry whose source
+ * went in a race can wake it once at most, never spin it.
+ */
+static void
+worker_epoll_arm(struct worker *w, const struct worker_source *src, int op)
+{
+	struct epoll_event	ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN | EPOLLONESHOT;
+	ev.data.fd = src->fd;
+	(void)epoll_ctl(w->epfd, op, src->fd, &ev);
+}
+
+/*
+ * w's epoll: its eventfd, and the fds of the sources it reads, so that a
+ * worker asleep is woken by a fault itself (on the faulting CPU, where the
+ * client's thread has just left the CPU free) rather than by the loop's
+ * second wake-up.  Caller holds worker_poll_lock, or w is not live yet.
+ */
+static int
+worker_epoll_make(struct worker *w)
+{
+	struct epoll_event	ev;
+	int			i, n;
+
+	if ((w->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		return (errno);
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.fd = -1;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->efd, &ev) == -1) {
+		i = errno;
+		close(w->epfd);
+		return (i);
+	}
+	n = atomic_load(&worker_npoll);
+	for (i = 0; i < n; i++)
+		if (worker_sleeps_on(w, &worker_poll[i]))
+			worker_epoll_arm(w, &worker_poll[i], EPOLL_CTL_ADD);
+	return (0);
+}
+
 /* Start spare worker i (watchdog); 0 or an errno. */
 static int
 worker_spawn(int i, int spare)
@@ -530,9 +587,14 @@ worker_spawn(int i, int spare)
 	TAILQ_INIT(&w->queue);
 	if ((w->efd = eventfd(0, EFD_CLOEXEC)) == -1)
 		return (errno);
+	if ((error = worker_epoll_make(w)) != 0) {
+		close(w->efd);
+		return (error);
+	}
 	pthread_mutex_init(&w->lock, NULL);
 	if ((error = pthread_create(&w->thread, NULL, worker_main, w)) != 0) {
 		pthread_mutex_destroy(&w->lock);
+		close(w->epfd);
 		close(w->efd);
 		return (error);
 	}
@@ -579,11 +641,15 @@ worker_watch_pass(void)
 		}
 		return;
 	}
-	if ((error = worker_spawn(n, 1)) != 0) {
+	/* Under the lock: no source comes or goes unseen by the spare. */
+	pthread_rwlock_wrlock(&worker_poll_lock);
+	if ((error = worker_spawn(n, 1)) == 0)
+		atomic_store(&worker_nlive, n + 1);
+	pthread_rwlock_unlock(&worker_poll_lock);
+	if (error != 0) {
 		log_warnx("worker %d: a spare: %s", n, strerror(error));
 		return;
 	}
-	atomic_store(&worker_nlive, n + 1);
 	atomic_store(&stats.workers_spare, n + 1 - nworkers);
 	log_info("worker %d: a spare, while %d wait on a client", n, stuck);
 }
@@ -757,18 +823,25 @@ worker_spinning(const struct worker *self)
  * on: 1, or 0 when the list is full (then none does).
  */
 int
-worker_poll_add(int (*read)(void *, struct worker *), void *arg, int node)
+worker_poll_add(int (*read)(void *, struct worker *), void *arg, int fd,
+    int node)
 {
-	int	n, added = 0;
+	int	i, n, live, added = 0;
 
 	pthread_rwlock_wrlock(&worker_poll_lock);
 	n = atomic_load(&worker_npoll);
 	if (n < WORKER_POLL_MAX) {
 		worker_poll[n].read = read;
 		worker_poll[n].arg = arg;
+		worker_poll[n].fd = fd;
 		worker_poll[n].node = node;
 		atomic_store(&worker_npoll, n + 1);
 		added = 1;
+		live = atomic_load(&worker_nlive);
+		for (i = 0; i < live; i++)
+			if (worker_sleeps_on(&workers[i], &worker_poll[n]))
+				worker_epoll_arm(&workers[i], &worker_poll[n],
+				    EPOLL_CTL_ADD);
 	}
 	pthread_rwlock_unlock(&worker_poll_lock);
 	return (added);
@@ -778,12 +851,19 @@ worker_poll_add(int (*read)(void *, struct worker *), void *arg, int node)
 void
 worker_poll_remove(void *arg)
 {
-	int	i, n;
+	int	i, k, n, live;
 
 	pthread_rwlock_wrlock(&worker_poll_lock);
 	n = atomic_load(&worker_npoll);
 	for (i = 0; i < n; i++) {
 		if (worker_poll[i].arg == arg) {
+			live = atomic_load(&worker_nlive);
+			for (k = 0; k < live; k++)
+				if (worker_sleeps_on(&workers[k],
+				    &worker_poll[i]))
+					(void)epoll_ctl(workers[k].epfd,
+					    EPOLL_CTL_DEL, worker_poll[i].fd,
+					    NULL);
 			worker_poll[i] = worker_poll[n - 1];
 			atomic_store(&worker_npoll, n - 1);
 			break;
@@ -846,6 +926,29 @@ worker_spin(struct worker *w)
 	return (0);
 }
 
+/*
+ * A source's fd woke w from its sleep: read it (its faults come to w, who
+ * is on the CPU the faulting thread left) and arm the fd again.  An fd no
+ * source has now (it went meanwhile) is left disarmed.
+ */
+static void
+worker_woken_by(struct worker *w, int fd)
+{
+	int	i, n;
+
+	pthread_rwlock_rdlock(&worker_poll_lock);
+	n = atomic_load(&worker_npoll);
+	for (i = 0; i < n; i++) {
+		if (worker_poll[i].fd != fd || !worker_sleeps_on(w,
+		    &worker_poll[i]))
+			continue;
+		(void)worker_poll[i].read(worker_poll[i].arg, w);
+		worker_epoll_arm(w, &worker_poll[i], EPOLL_CTL_MOD);
+		break;
+	}
+	pthread_rwlock_unlock(&worker_poll_lock);
+}
+
 /* Pin to our CPU and prefer its node for what we allocate. */
 static void
 worker_place(struct worker *w)
@@ -865,12 +968,12 @@ worker_place(struct worker *w)
 static void *
 worker_main(void *arg)
 {
-	struct worker	*w = arg;
-	struct work	*item;
-	struct pollfd	 pfd;
-	char		 name[16];
-	uint64_t	 v, due;
-	int		 ms;
+	struct worker		*w = arg;
+	struct work		*item;
+	struct epoll_event	 ev[WORKER_WAKE_MAX];
+	char			 name[16];
+	uint64_t		 v, due;
+	int			 ms, i, n;
 
 	snprintf(name, sizeof(name), "hpz-worker-%d", w->id);
 	pthread_setname_np(pthread_self(), name);
@@ -902,20 +1005,29 @@ worker_main(void *arg)
 			atomic_store(&w->sleeping, 0);
 			continue;
 		}
-		/* Asleep until woken, or until a deferred fault is due. */
+		/*
+		 * Asleep until woken, by a push or a fault on a source, or
+		 * until a deferred fault is due.
+		 */
 		due = worker_take_due(w);
 		ms = due == UINT64_MAX ? -1 : (int)(due / 1000000ULL) + 1;
-		pfd.fd = w->efd;
-		pfd.events = POLLIN;
-		pfd.revents = 0;
+		n = 0;
 		if (atomic_load(&w->pending) == 0 &&
-		    poll(&pfd, 1, ms) == -1 && errno != EINTR)
-			fatal("worker %d: poll eventfd", w->id);
-		if ((pfd.revents & POLLIN) &&
-		    read(w->efd, &v, sizeof(v)) == -1 && errno != EINTR)
-			fatal("worker %d: read eventfd", w->id);
+		    (n = epoll_wait(w->epfd, ev, WORKER_WAKE_MAX, ms)) == -1) {
+			if (errno != EINTR)
+				fatal("worker %d: epoll_wait", w->id);
+			n = 0;
+		}
 		atomic_fetch_add(&hpzd_busy, 1);
 		atomic_store(&w->sleeping, 0);
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.fd == -1) {
+				if (read(w->efd, &v, sizeof(v)) == -1 &&
+				    errno != EINTR && errno != EAGAIN)
+					fatal("worker %d: read eventfd", w->id);
+			} else
+				worker_woken_by(w, ev[i].data.fd);
+		}
 	}
 	atomic_fetch_sub(&hpzd_busy, 1);
 	return (NULL);
@@ -1015,6 +1127,7 @@ worker_stop(void)
 	}
 	for (i = 0; i < n; i++) {
 		pthread_join(workers[i].thread, NULL);
+		close(workers[i].epfd);
 		close(workers[i].efd);
 		pthread_mutex_destroy(&workers[i].lock);
 	}

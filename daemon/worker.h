@@ -92,7 +92,7 @@ void		 worker_defer(struct work *, uint64_t delay_ns);
 void		 worker_cancel(struct region *, struct workq *out);
 int		 worker_spinning(const struct worker *self);
 int		 worker_poll_add(int (*read)(void *, struct worker *), void *arg,
-		    int node);
+		    int fd, int node);
 void		 worker_poll_remove(void *arg);
 int		 worker_id(const struct worker *);
 void		 worker_push_polled(struct worker *, struct work *);
