@@ -28,6 +28,7 @@
 #include "bucket.h"
 #include "clear.h"
 #include "conf.h"
+#include "cost.h"
 #include "globals.h"
 #include "log.h"
 #include "pool-fill.h"
@@ -36,6 +37,7 @@
 #include "topo.h"
 
 #define POOL_POLL_MS		50	/* the host's counts, at rest */
+#define POOL_BUSY_BPS		(200ULL << 20)	/* refill, every CPU busy */
 #define POOL_HOST_NS		5000000ULL /* counts this old are read again */
 #define POOL_BACKOFF_NS		1000000000ULL /* after a failed allocation */
 
@@ -597,6 +599,30 @@ pool_owed_end(struct pool *p)
 	p->owed_pidfd = -1;
 }
 
+/*
+ * May p take a page now, as far as the other programs are concerned?
+ * While their runnable threads take every online CPU (ours, workers and
+ * fillers awake, do not count: cost_demand), a refill would take memory
+ * bandwidth, locks and caches from them, which SCHED_IDLE does not give
+ * back: the pool then refills at POOL_BUSY_BPS at most, so that a host
+ * busy for good still gets its pool, slowly.  Unknown: yes.
+ */
+static int
+pool_may_fill(struct pool *p, uint64_t now)
+{
+	static atomic_uint_fast64_t	 busy_at[POOL_NSIZES];
+	uint64_t			 at, gap;
+	int				 demand = cost_demand();
+
+	if (demand < 0 || demand < topo_online())
+		return (1);
+	gap = p->page_size * 1000000000ULL / POOL_BUSY_BPS;
+	at = atomic_load(&busy_at[p->psi]);
+	if (now - at < gap)
+		return (0);
+	return (atomic_compare_exchange_strong(&busy_at[p->psi], &at, now));
+}
+
 /* One step of work on p; 1 if it did some (filler). */
 static int
 pool_step(struct pool *p)
@@ -644,6 +670,12 @@ again:
 		 * not ours to take meanwhile (but no reason to give more).
 		 */
 		if (now < p->backoff || p->avail <= reserve + p->owed)
+			break;
+		/*
+		 * Every CPU busy with other programs: paced (cuts are never
+		 * held back).
+		 */
+		if (!pool_may_fill(p, now))
 			break;
 		if (now < p->quiet_until) {
 			if (p->avail < p->quiet_avail)
