@@ -1435,18 +1435,69 @@ Test(control, fuse_stray_fds_whose_close_never_returns, .timeout = 180)
 
 /* ---- a client holding its own mmap_lock over its resets ------------------ */
 
-/* Read-only anonymous memory populated in one call: the zero page, no RAM,
- * 2.4 s a 16 GiB here, holding the mmap_lock for reading all along. */
-#define CTL_POPULATE_LEN	(64ULL << 30)
+/*
+ * Read-only anonymous memory populated in one call: the zero page, no RAM,
+ * holding the mmap_lock for reading all along.  How long a GiB takes
+ * differs tenfold and more between machines (0.15 s on one VM, far more on
+ * a nested one): a fixed 64 GiB held the lock past the tests' 120 s wait
+ * there, so the length is measured to hold it about CTL_POPULATE_SECS.
+ */
+#define CTL_POPULATE_SECS	5.0
+#define CTL_POPULATE_PROBE	(1ULL << 30)
+#define CTL_POPULATE_MIN	(2ULL << 30)
+#define CTL_POPULATE_MAX	(64ULL << 30)
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22
 #endif
 
+static uint64_t		 ctl_populate_bytes;
+
+/* Bytes whose populate holds the lock about CTL_POPULATE_SECS here. */
+static uint64_t
+ctl_populate_len(void)
+{
+	double	 t0, secs, len;
+	void	*p;
+
+	if (ctl_populate_bytes != 0)
+		return (ctl_populate_bytes);
+	p = mmap(NULL, CTL_POPULATE_PROBE, PROT_READ,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return (CTL_POPULATE_MIN);
+	t0 = itest_now_us();
+	(void)madvise(p, CTL_POPULATE_PROBE, MADV_POPULATE_READ);
+	secs = (itest_now_us() - t0) / 1e6;
+	munmap(p, CTL_POPULATE_PROBE);
+	len = secs > 0 ? CTL_POPULATE_SECS / secs * CTL_POPULATE_PROBE :
+	    CTL_POPULATE_MAX;
+	ctl_populate_bytes = len > CTL_POPULATE_MAX ? CTL_POPULATE_MAX :
+	    len < CTL_POPULATE_MIN ? CTL_POPULATE_MIN :
+	    (uint64_t)len & ~((1ULL << 30) - 1);
+	printf("populate: %.2f s a GiB here: %llu GiB hold the lock about "
+	    "%.0f s\n", secs, (unsigned long long)(ctl_populate_bytes >> 30),
+	    CTL_POPULATE_SECS);
+	fflush(stdout);
+	return (ctl_populate_bytes);
+}
+
 struct ctl_populate {
 	void		*addr;
+	uint64_t	 len;
 	atomic_int	 done;
 	double		 secs;
 };
+
+/* Map p's memory, ctl_populate_len() bytes: 0 or -1. */
+static int
+ctl_populate_map(struct ctl_populate *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->len = ctl_populate_len();
+	p->addr = mmap(NULL, p->len, PROT_READ,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return (p->addr == MAP_FAILED ? -1 : 0);
+}
 
 static void *
 ctl_populate(void *arg)
@@ -1454,14 +1505,14 @@ ctl_populate(void *arg)
 	struct ctl_populate	*p = arg;
 	double			 t0 = itest_now_us();
 
-	(void)madvise(p->addr, CTL_POPULATE_LEN, MADV_POPULATE_READ);
+	(void)madvise(p->addr, p->len, MADV_POPULATE_READ);
 	p->secs = (itest_now_us() - t0) / 1e6;
 	atomic_store(&p->done, 1);
 	return (NULL);
 }
 
 /*
- * One thread populates CTL_POPULATE_LEN of read-only memory (its mmap_lock
+ * One thread populates ctl_populate_len() of read-only memory (its mmap_lock
  * held for reading for seconds) while another resets the client's region
  * again and again: each reset of a region whose faults went back to the
  * kernel registers its range on the uffd again, which needs that lock for
@@ -1481,10 +1532,7 @@ ctl_attack_mmap_lock(int wfd)
 		_exit(5);
 	if (hpz_register(&r) != 0)
 		_exit(6);
-	memset(&p, 0, sizeof(p));
-	p.addr = mmap(NULL, CTL_POPULATE_LEN, PROT_READ,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p.addr == MAP_FAILED)
+	if (ctl_populate_map(&p) != 0)
 		_exit(7);
 	memset(r.addr, 0x5a, r.len);
 	if (pthread_create(&t, NULL, ctl_populate, &p) != 0)
@@ -1725,10 +1773,7 @@ Test(control, region_moved_while_its_reset_is_pending, .timeout = 180)
 	memset(shm.addr, 0x5a, shm.len);
 
 	/* Our mmap_lock, held for reading for seconds. */
-	memset(&p, 0, sizeof(p));
-	p.addr = mmap(NULL, CTL_POPULATE_LEN, PROT_READ,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	cr_assert_neq(p.addr, MAP_FAILED);
+	cr_assert_eq(ctl_populate_map(&p), 0);
 	cr_assert_eq(pthread_create(&t, NULL, ctl_populate, &p), 0);
 	usleep(100 * 1000);
 
@@ -1790,7 +1835,7 @@ Test(control, region_moved_while_its_reset_is_pending, .timeout = 180)
 	close(cc);
 	close(b);
 	ctl_daemon_same();
-	munmap(p.addr, CTL_POPULATE_LEN);
+	munmap(p.addr, p.len);
 	close(fds[2]);
 	close(shm.uffd);
 	close(shm.fd);
@@ -1832,10 +1877,7 @@ ctl_attack_discard_locked(int wfd)
 	fds[1] = shm.fd;
 	fds[2] = itest_state_memfd(64);
 	sock = itest_raw_connect();
-	memset(&p, 0, sizeof(p));
-	p.addr = mmap(NULL, CTL_POPULATE_LEN, PROT_READ,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p.addr == MAP_FAILED ||
+	if (ctl_populate_map(&p) != 0 ||
 	    pthread_create(&t, NULL, ctl_populate, &p) != 0)
 		_exit(7);
 	usleep(100 * 1000);	/* the populate is in, the lock held */
