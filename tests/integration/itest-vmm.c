@@ -491,6 +491,25 @@ vload_serve(void *arg)
 	return (NULL);
 }
 
+/* Huge pages of [p, p+len) mapped in this process (pagemap), or -1. */
+static long
+vload_mapped(const void *p, size_t len)
+{
+	uint64_t	ent;
+	uintptr_t	a;
+	long		n = 0;
+	int		fd;
+
+	if ((fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0)
+		return (-1);
+	for (a = (uintptr_t)p; a < (uintptr_t)p + len; a += PAGE)
+		if (pread(fd, &ent, sizeof(ent), (off_t)(a / 4096 *
+		    sizeof(ent))) == (ssize_t)sizeof(ent) && (ent & (1ULL << 63)))
+			n++;
+	close(fd);
+	return (n);
+}
+
 /* The reader: one touch of every page, as a restore's consumer does. */
 static void *
 vload_touch(void *arg)
@@ -510,6 +529,7 @@ vchild_loader(void)
 	struct uffdio_register	 reg;
 	pthread_t		 ts, tt;
 	size_t			 i;
+	long			 n;
 	int			 fd, rc = 0;
 
 	memset(&l, 0, sizeof(l));
@@ -530,6 +550,11 @@ vchild_loader(void)
 	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (l.src == MAP_FAILED)
 		return (itest_child_fail("mmap: %s", strerror(errno)));
+	/* What it punched stays a hole: nothing maps it again. */
+	if (getenv("HPZ_VMM_PUNCH") != NULL && (n = vload_mapped(l.base,
+	    LOAD_LEN)) != 0)
+		return (itest_child_fail("%ld of %zu pages punched after sizing "
+		    "are allocated again at mmap", n, (size_t)LOAD_PAGES));
 	if ((l.uffd = vchild_uffd(UFFD_FEATURE_MISSING_HUGETLBFS)) < 0)
 		return (itest_child_fail("own uffd: %s", strerror(errno)));
 	memset(&reg, 0, sizeof(reg));
