@@ -1055,8 +1055,8 @@ vloader(int punch)
 			cr_skip_test("loader: %s", o.text);
 		cr_assert(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0,
 		    "loader%s, pool on, premap %s: exit status 0x%x:\n%s",
-		    punch ? " (punched after sizing)" : "", k == 0 ? "on" :
-		    "off", o.status, o.text);
+		    punch ? " (punched after sizing)" : "", opts[k] == premap ?
+		    "on" : "off", o.status, o.text);
 		/* It ran on a pool file: the case this is about. */
 		cr_assert(vrun_has(&o, "a pool file"), "no pool file:\n%s",
 		    o.text);
