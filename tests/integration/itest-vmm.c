@@ -10,7 +10,10 @@
  *   - another process that maps the same file, where no uffd guards
  *     garbage: libhpz refuses HPZ_DISCARD, hpz-run registers without it,
  *     and drops garbage before it passes the file on (SCM_RIGHTS);
- *   - hpz-run's selection by file name and by fd.
+ *   - hpz-run's selection by file name and by fd;
+ *   - a snapshot loader on a fresh hugetlb memfd of its own that hpz-run
+ *     made a pool file (a daemon of the test's own, with a pool): its own
+ *     MISSING uffd gets every fault, also after a punch after sizing.
  *
  * The programs hpz-run runs are this binary: $HPZ_VMM_CHILD names the
  * mode, which a constructor runs before criterion starts.  Every access
