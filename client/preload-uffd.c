@@ -4,7 +4,9 @@
  * snapshot, and their probes), ours is handed over first: hpz_unregister,
  * which drops the garbage from the file, then the program's ioctl; when
  * the program lets go of the range (UFFDIO_UNREGISTER, or close of that
- * uffd) we register it again, without HPZ_DISCARD.  Before the program
+ * uffd) we register it again, without HPZ_DISCARD.  A MISSING or MINOR
+ * register on a pool file's mapping has the zero pages hpz-run put there
+ * punched first (preload-pool.c).  Before the program
  * passes the file of a region that may still hold garbage to another
  * process (SCM_RIGHTS), the garbage is dropped the same way: only our
  * uffd guards it.  The interposers: ioctl, close, sendmsg.
@@ -32,7 +34,8 @@
 static int	preload_uffd_hand_over(int, uintptr_t, uintptr_t);
 static void	preload_uffd_take_back(int, uintptr_t, uintptr_t);
 static void	preload_uffd_settle(int);
-static int	preload_uffd_peek_range(const void *, struct uffdio_range *);
+static int	preload_uffd_peek(const void *, size_t,
+		    struct uffdio_register *);
 
 /*
  * The program is about to register its own uffd on [start, end): every
@@ -222,26 +225,28 @@ preload_uffd_settle(int fd)
 }
 
 /*
- * The range of a UFFDIO_REGISTER or UNREGISTER argument (both begin with
- * one), read the way the kernel will: a bad pointer is the kernel's EFAULT
- * to give, not a crash of ours.  0, or -1 if it cannot be read.
+ * The first len bytes of a UFFDIO_REGISTER or UNREGISTER argument (both
+ * begin with the range; a register goes on with its mode), read the way
+ * the kernel will: a bad pointer is the kernel's EFAULT to give, not a
+ * crash of ours.  0, or -1 if it cannot be read.
  */
 static int
-preload_uffd_peek_range(const void *arg, struct uffdio_range *range)
+preload_uffd_peek(const void *arg, size_t len, struct uffdio_register *reg)
 {
 	struct iovec	local, remote;
 
-	local.iov_base = range;
-	local.iov_len = sizeof(*range);
+	memset(reg, 0, sizeof(*reg));
+	local.iov_base = reg;
+	local.iov_len = len;
 	remote.iov_base = (void *)(uintptr_t)arg;
-	remote.iov_len = sizeof(*range);
+	remote.iov_len = len;
 	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
-	    (ssize_t)sizeof(*range))
+	    (ssize_t)len)
 		return (0);
 	if (errno == EFAULT || arg == NULL)
 		return (-1);
 	/* No process_vm_readv here (a filter): read it as the kernel will. */
-	memcpy(range, arg, sizeof(*range));
+	memcpy(reg, arg, len);
 	return (0);
 }
 
@@ -254,7 +259,7 @@ preload_uffd_peek_range(const void *arg, struct uffdio_range *range)
 int
 ioctl(int fd, unsigned long req, ...)
 {
-	struct uffdio_range	 range;
+	struct uffdio_register	 reg;
 	va_list			 ap;
 	void			*arg;
 	uintptr_t		 start, end;
@@ -266,18 +271,27 @@ ioctl(int fd, unsigned long req, ...)
 	if ((req != UFFDIO_REGISTER && req != UFFDIO_UNREGISTER) ||
 	    !preload_ready() ||
 	    (req == UFFDIO_REGISTER &&
-	    __atomic_load_n(&preload_used, __ATOMIC_RELAXED) == 0) ||
+	    __atomic_load_n(&preload_used, __ATOMIC_RELAXED) == 0 &&
+	    __atomic_load_n(&preload_pool_mapped, __ATOMIC_RELAXED) == 0) ||
 	    (req == UFFDIO_UNREGISTER &&
 	    __atomic_load_n(&preload_handed, __ATOMIC_RELAXED) == 0) ||
 	    preload_from_libhpz(__builtin_return_address(0)) ||
-	    preload_uffd_peek_range(arg, &range) != 0 || range.len == 0)
+	    preload_uffd_peek(arg, req == UFFDIO_REGISTER ? sizeof(reg) :
+	    sizeof(reg.range), &reg) != 0 || reg.range.len == 0)
 		return (preload_real_ioctl(fd, req, arg));
-	start = (uintptr_t)range.start;
-	end = start + range.len < start ? UINTPTR_MAX :
-	    start + (uintptr_t)range.len;
+	start = (uintptr_t)reg.range.start;
+	end = start + reg.range.len < start ? UINTPTR_MAX :
+	    start + (uintptr_t)reg.range.len;
 	preload_busy++;
 	if (req == UFFDIO_REGISTER)
 		handed = preload_uffd_hand_over(fd, start, end);
+	/*
+	 * MISSING or MINOR on a pool file: the zero pages hpz-run put there
+	 * would raise neither; they go first, as holes of its own memfd.
+	 */
+	if (req == UFFDIO_REGISTER && (reg.mode &
+	    (UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR)) != 0)
+		(void)preload_pool_unfill(start, end);
 	errno = saved;
 	rc = preload_real_ioctl(fd, req, arg);
 	saved = errno;

@@ -12,7 +12,8 @@
  * range over to the program's own userfaultfd and takes it back (ioctl,
  * close) and drops garbage before a file leaves the process (sendmsg);
  * preload-pool.c swaps a pool file in for a hugetlb memfd the program
- * makes (memfd_create, ftruncate, ftruncate64).
+ * makes and keeps it looking like the program's own (memfd_create,
+ * ftruncate, ftruncate64, fallocate, fallocate64).
  */
 #if defined(_FILE_OFFSET_BITS) && _FILE_OFFSET_BITS == 64
 #undef _FILE_OFFSET_BITS	/* we define both mmap and mmap64 */
@@ -59,6 +60,8 @@ int		 (*real_register)(const struct hpz_region *);
 int		 (*real_memfd_create)(const char *, unsigned int);
 int		 (*real_ftruncate)(int, off_t);
 int		 (*real_ftruncate64)(int, off64_t);
+int		 (*real_fallocate)(int, int, off_t, off_t);
+int		 (*real_fallocate64)(int, int, off64_t, off64_t);
 
 static pthread_once_t		 preload_once = PTHREAD_ONCE_INIT;
 pthread_mutex_t			 preload_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -149,6 +152,10 @@ preload_resolve(void)
 	    "ftruncate");
 	real_ftruncate64 = (__typeof__(real_ftruncate64))dlsym(RTLD_NEXT,
 	    "ftruncate64");
+	real_fallocate = (__typeof__(real_fallocate))dlsym(RTLD_NEXT,
+	    "fallocate");
+	real_fallocate64 = (__typeof__(real_fallocate64))dlsym(RTLD_NEXT,
+	    "fallocate64");
 	if (real_register != NULL && dladdr((void *)real_register, &info) != 0)
 		preload_libhpz = info.dli_fbase;
 	preload_busy--;
@@ -574,6 +581,7 @@ preload_mmap(void *addr, size_t len, int prot, int flags, int fd,
 	if ((flags & MAP_FIXED) != 0) {
 		__atomic_add_fetch(&preload_map_gen, 1, __ATOMIC_RELAXED);
 		preload_release(addr, len);
+		preload_pool_unmap(addr, len);
 	}
 	/* A memfd mapped before it is sized keeps its own file. */
 	preload_pool_forget(fd);
@@ -613,6 +621,7 @@ munmap(void *addr, size_t len)
 	if (preload_ready()) {
 		preload_busy++;
 		preload_release(addr, len);
+		preload_pool_unmap(addr, len);
 		preload_busy--;
 		errno = saved;
 	}
@@ -635,8 +644,11 @@ mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 	if (preload_ready()) {
 		preload_busy++;
 		preload_release(old, old_len);
-		if ((flags & MREMAP_FIXED) != 0)
+		preload_pool_unmap(old, old_len);
+		if ((flags & MREMAP_FIXED) != 0) {
 			preload_release(new_addr, new_len);
+			preload_pool_unmap(new_addr, new_len);
+		}
 		preload_busy--;
 		errno = saved;
 	}

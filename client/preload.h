@@ -2,7 +2,8 @@
  * preload.h - what the files of libhpz-preload.so share: preload.c (the
  * settings, the table of mappings, the interposers of the mappings),
  * preload-uffd.c (the hand-over to the program's own userfaultfd) and
- * preload-pool.c (a pool file for the program's hugetlb memfd).
+ * preload-pool.c (a pool file for the program's hugetlb memfd, kept
+ * looking like the program's own: punches, sizes, its own userfaultfd).
  *
  * All of it is hidden: the library exports only the functions it
  * interposes (and the program's own symbols of these names stay its own).
@@ -47,6 +48,8 @@ extern int	(*real_register)(const struct hpz_region *);
 extern int	(*real_memfd_create)(const char *, unsigned int);
 extern int	(*real_ftruncate)(int, off_t);
 extern int	(*real_ftruncate64)(int, off64_t);
+extern int	(*real_fallocate)(int, int, off_t, off_t);
+extern int	(*real_fallocate64)(int, int, off64_t, off64_t);
 
 /* preload_lock guards the table and every slot's state. */
 extern pthread_mutex_t	 preload_lock;
@@ -78,8 +81,11 @@ void		 preload_slot_region(const struct preload_map *,
 		    struct hpz_region *);
 
 /* preload-pool.c */
+extern int	 preload_pool_mapped;	/* pool file mappings noted */
 void		 preload_pool_forget(int);
 int		 preload_pool_map(void *, size_t, int, off64_t);
+void		 preload_pool_unmap(const void *, size_t);
+int		 preload_pool_unfill(uintptr_t, uintptr_t);
 
 #pragma GCC visibility pop
 

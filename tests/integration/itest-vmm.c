@@ -10,7 +10,10 @@
  *   - another process that maps the same file, where no uffd guards
  *     garbage: libhpz refuses HPZ_DISCARD, hpz-run registers without it,
  *     and drops garbage before it passes the file on (SCM_RIGHTS);
- *   - hpz-run's selection by file name and by fd.
+ *   - hpz-run's selection by file name and by fd;
+ *   - a snapshot loader on a fresh hugetlb memfd of its own that hpz-run
+ *     made a pool file (a daemon of the test's own, with a pool): its own
+ *     MISSING uffd gets every fault, also after a punch after sizing.
  *
  * The programs hpz-run runs are this binary: $HPZ_VMM_CHILD names the
  * mode, which a constructor runs before criterion starts.  Every access
@@ -428,6 +431,168 @@ vchild_select(void)
 	return (rc);
 }
 
+/*
+ * loader: a snapshot restore on a fresh hugetlb memfd of its own (issue
+ * 32): made and sized (under hpz-run with the pool on, a pool file comes
+ * in at the ftruncate), punched whole after sizing if $HPZ_VMM_PUNCH is
+ * set, mapped shared, registered MISSING on a uffd of its own; a reader
+ * thread touches every page, the handler fills each with UFFDIO_COPY of
+ * its own pattern.  Every page must fault once and hold its pattern, as
+ * without hpz-run.
+ */
+#define LOAD_LEN	(128 * MiB)
+#define LOAD_PAGES	(LOAD_LEN / PAGE)
+
+/* The byte the loader puts in page i: never zero, differs page to page. */
+static unsigned char
+vload_byte(size_t i)
+{
+	return ((unsigned char)(0x80 | (i & 0x7f)));
+}
+
+struct vload {
+	int		 uffd;
+	int		 stop;
+	int		 faults;
+	int		 error;
+	unsigned char	*base;
+	unsigned char	*src;
+};
+
+static void *
+vload_serve(void *arg)
+{
+	struct vload		*l = arg;
+	struct uffdio_copy	 copy;
+	struct uffd_msg		 m;
+	struct pollfd		 pfd;
+	uintptr_t		 a;
+	size_t			 i;
+
+	pfd.fd = l->uffd;
+	pfd.events = POLLIN;
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		while (read(l->uffd, &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+			if (m.event != UFFD_EVENT_PAGEFAULT)
+				continue;
+			a = (uintptr_t)m.arg.pagefault.address & ~(PAGE - 1);
+			i = (a - (uintptr_t)l->base) / PAGE;
+			memset(l->src, vload_byte(i), PAGE);
+			memset(&copy, 0, sizeof(copy));
+			copy.dst = a;
+			copy.src = (uintptr_t)l->src;
+			copy.len = PAGE;
+			if (ioctl(l->uffd, UFFDIO_COPY, &copy) == -1 &&
+			    errno != EEXIST)
+				__atomic_store_n(&l->error, errno,
+				    __ATOMIC_RELEASE);
+			__atomic_add_fetch(&l->faults, 1, __ATOMIC_ACQ_REL);
+		}
+	}
+	return (NULL);
+}
+
+/* Huge pages of [p, p+len) mapped in this process (pagemap), or -1. */
+static long
+vload_mapped(const void *p, size_t len)
+{
+	uint64_t	ent;
+	uintptr_t	a;
+	long		n = 0;
+	int		fd;
+
+	if ((fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) < 0)
+		return (-1);
+	for (a = (uintptr_t)p; a < (uintptr_t)p + len; a += PAGE)
+		if (pread(fd, &ent, sizeof(ent), (off_t)(a / 4096 *
+		    sizeof(ent))) == (ssize_t)sizeof(ent) && (ent & (1ULL << 63)))
+			n++;
+	close(fd);
+	return (n);
+}
+
+/* The reader: one touch of every page, as a restore's consumer does. */
+static void *
+vload_touch(void *arg)
+{
+	struct vload	*l = arg;
+	size_t		 i;
+
+	for (i = 0; i < LOAD_PAGES; i++)
+		(void)*(volatile unsigned char *)(l->base + i * PAGE + 4096);
+	return (NULL);
+}
+
+static int
+vchild_loader(void)
+{
+	struct vload		 l;
+	struct uffdio_register	 reg;
+	pthread_t		 ts, tt;
+	size_t			 i;
+	long			 n;
+	int			 fd, rc = 0;
+
+	memset(&l, 0, sizeof(l));
+	fd = memfd_create("itest-vmm-loader", HUGE_FLAGS | MFD_CLOEXEC);
+	if (fd < 0)
+		return (itest_child_fail("memfd_create: %s", strerror(errno)));
+	if (ftruncate(fd, (off_t)LOAD_LEN) != 0)
+		return (itest_child_fail("ftruncate: %s", strerror(errno)));
+	if (getenv("HPZ_VMM_PUNCH") != NULL && fallocate(fd,
+	    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+	    (off_t)LOAD_LEN) != 0)
+		return (itest_child_fail("punch: %s", strerror(errno)));
+	l.base = mmap(NULL, LOAD_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	    0);
+	if (l.base == MAP_FAILED)
+		return (itest_child_fail("mmap: %s", strerror(errno)));
+	l.src = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (l.src == MAP_FAILED)
+		return (itest_child_fail("mmap: %s", strerror(errno)));
+	/* What it punched stays a hole: nothing maps it again. */
+	if (getenv("HPZ_VMM_PUNCH") != NULL && (n = vload_mapped(l.base,
+	    LOAD_LEN)) != 0)
+		return (itest_child_fail("%ld of %zu pages punched after sizing "
+		    "are allocated again at mmap", n, (size_t)LOAD_PAGES));
+	if ((l.uffd = vchild_uffd(UFFD_FEATURE_MISSING_HUGETLBFS)) < 0)
+		return (itest_child_fail("own uffd: %s", strerror(errno)));
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)l.base;
+	reg.range.len = LOAD_LEN;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(l.uffd, UFFDIO_REGISTER, &reg) == -1)
+		return (itest_child_fail("own UFFDIO_REGISTER: %s",
+		    strerror(errno)));
+	if ((reg.ioctls & (1ULL << _UFFDIO_COPY)) == 0)
+		return (itest_child_fail("no UFFDIO_COPY on the range"));
+	if (pthread_create(&ts, NULL, vload_serve, &l) != 0 ||
+	    pthread_create(&tt, NULL, vload_touch, &l) != 0)
+		return (itest_child_fail("pthread_create"));
+	pthread_join(tt, NULL);
+	__atomic_store_n(&l.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(ts, NULL);
+	printf("child: loader: %d of %zu faults reached the program's "
+	    "handler\n", l.faults, (size_t)LOAD_PAGES);
+	if (l.error != 0)
+		rc |= itest_child_fail("UFFDIO_COPY: %s", strerror(l.error));
+	if (l.faults != (int)LOAD_PAGES)
+		rc |= itest_child_fail("%d faults of %zu pages", l.faults,
+		    (size_t)LOAD_PAGES);
+	for (i = 0; i < LOAD_PAGES && rc == 0; i++) {
+		char	what[64];
+
+		snprintf(what, sizeof(what), "page %zu", i);
+		rc |= itest_child_check(l.base + i * PAGE, PAGE,
+		    vload_byte(i), what);
+	}
+	close(l.uffd);
+	return (rc);
+}
+
 __attribute__((constructor))
 static void
 vchild_main(void)
@@ -442,6 +607,7 @@ vchild_main(void)
 		{ "sendfd", vchild_sendfd },
 		{ "mapped", vchild_mapped },
 		{ "select", vchild_select },
+		{ "loader", vchild_loader },
 	};
 	const char	*mode = getenv("HPZ_VMM_CHILD");
 	size_t		 i;
@@ -784,4 +950,130 @@ Test(vmm, balloon_punch_remove_dontneed, .timeout = 180)
 Test(vmm, balloon_with_premap_and_eager, .timeout = 180)
 {
 	vballoon(HPZ_PREMAP | HPZ_AHEAD_EAGER);
+}
+
+/*
+ * A daemon of the test's own with a pool of 2 MiB pages that holds a
+ * loader's file (run.sh's has none); the test's socket from now on.
+ */
+static pid_t
+vpool_start(char *dir, size_t dirsize, char *sock, size_t socksize)
+{
+	char			 conf[128], log[128];
+	struct hpz_pool_info	 info[16];
+	size_t			 n = 0, i;
+	unsigned long long	 ready = 0;
+	FILE			*f;
+	pid_t			 pid;
+	int			 tries;
+
+	snprintf(dir, dirsize, "/tmp/hpz-vmm.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sock, socksize, "%s/s.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/hpzerod.conf", dir);
+	snprintf(log, sizeof(log), "%s/hpzerod.log", dir);
+	cr_assert_not_null(f = fopen(conf, "w"));
+	fprintf(f, "[pool]\nsize_2m = %zuM\nreserve_2m = 16M\nsize_1g = 0\n",
+	    (size_t)(LOAD_LEN / MiB));
+	fclose(f);
+	pid = itest_fork_dying();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int	lfd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int	null = open("/dev/null", O_RDWR);
+
+		if (lfd >= 0)
+			dup2(lfd, 2);
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		execl(itest_daemon_path(), "hpzerod", "--config", conf,
+		    "--socket", sock, "--workers", "2", (char *)NULL);
+		_exit(121);
+	}
+	setenv("HPZ_SOCKET", sock, 1);
+	unsetenv("HPZ_NO_POOL");
+	/* A liveness bound, not a timing: the pool fills the file. */
+	for (tries = 0; tries < 2000 * itest_wait_scale(); tries++) {
+		ready = 0;
+		if (access(sock, F_OK) == 0 && hpz_pool_status(info, 16,
+		    &n) == 0)
+			for (i = 0; i < n && i < 16; i++)
+				if (info[i].page_size == PAGE)
+					ready += info[i].ready_pages;
+		if (ready >= LOAD_PAGES)
+			break;
+		usleep(10 * 1000);
+	}
+	cr_assert_geq(ready, LOAD_PAGES, "the pool holds %llu pages after "
+	    "20 s, wanted %zu", ready, (size_t)LOAD_PAGES);
+	return (pid);
+}
+
+static void
+vpool_stop(pid_t pid, const char *dir)
+{
+	char	path[160];
+	int	status;
+
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	snprintf(path, sizeof(path), "%s/hpzerod.conf", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/hpzerod.log", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
+/*
+ * The loader under hpz-run with the pool on, premap on and off (punched
+ * after sizing if punch): every fault reaches it, as without hpz-run.
+ */
+static void
+vloader(int punch)
+{
+	const char *const	premap[] = { "-v", "-m", "2M", NULL };
+	const char *const	nopremap[] = { "-v", "-m", "2M", "-f",
+	    "nopremap", NULL };
+	const char *const	*opts[] = { premap, nopremap };
+	struct itest_out		o;
+	char			dir[64], sock[128], want[96];
+	pid_t			pid;
+	int			k;
+
+	/* The pool's file, its refill, and the loader's own pages. */
+	itest_need_pages(2048, 3 * (long)LOAD_PAGES + 8);
+	if (punch)
+		setenv("HPZ_VMM_PUNCH", "1", 1);
+	snprintf(want, sizeof(want), "child: loader: %zu of %zu faults",
+	    (size_t)LOAD_PAGES, (size_t)LOAD_PAGES);
+	for (k = 0; k < 2; k++) {
+		pid = vpool_start(dir, sizeof(dir), sock, sizeof(sock));
+		vrun(&o, "loader", -1, 0, opts[k]);
+		vpool_stop(pid, dir);
+		if (WIFEXITED(o.status) && WEXITSTATUS(o.status) == 77)
+			cr_skip_test("loader: %s", o.text);
+		cr_assert(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0,
+		    "loader%s, pool on, premap %s: exit status 0x%x:\n%s",
+		    punch ? " (punched after sizing)" : "", opts[k] == premap ?
+		    "on" : "off", o.status, o.text);
+		/* It ran on a pool file: the case this is about. */
+		cr_assert(vrun_has(&o, "a pool file"), "no pool file:\n%s",
+		    o.text);
+		cr_assert(vrun_has(&o, want), "%s", o.text);
+	}
+}
+
+Test(vmm, own_missing_uffd_loads_a_pool_file, .timeout = 240)
+{
+	vloader(0);
+}
+
+Test(vmm, own_missing_uffd_loads_a_pool_file_punched_after_sizing,
+    .timeout = 240)
+{
+	vloader(1);
 }
