@@ -4,8 +4,11 @@
 #ifndef HPZD_LOG_H
 #define HPZD_LOG_H
 
+#include <stddef.h>
+
 
 void		 log_init(int debug);
+void		 log_escape(char *, size_t, const char *);
 void		 log_warn(const char *, ...) __attribute__((format(printf, 1, 2)));
 void		 log_warnx(const char *, ...) __attribute__((format(printf, 1, 2)));
 void		 log_info(const char *, ...) __attribute__((format(printf, 1, 2)));
