@@ -918,8 +918,15 @@ worker_spin(struct worker *w)
 			return (1);
 		}
 		worker_relax();
-		if ((i & 63) == 0 && stats_now_ns() - start > w->spin_ns)
+		if ((i & 63) != 0)
+			continue;
+		if (stats_now_ns() - start > w->spin_ns)
 			break;
+		/*
+		 * A thread of a client's that we just woke on this CPU runs
+		 * before our spin goes on (we spin on the CPU a fault left).
+		 */
+		sched_yield();
 	}
 	w->spin_ns = w->spin_ns / 2 < WORKER_SPIN_MIN_NS ? WORKER_SPIN_MIN_NS :
 	    w->spin_ns / 2;
