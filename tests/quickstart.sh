@@ -160,7 +160,7 @@ for _ in $(seq 100); do [ -S "$dir/hpzerod.sock" ] && break; sleep 0.05; done
 
 step "hpz-demo: ${size_mib} MiB, 2 threads, hpzerod against the kernel"
 rc=0
-./client/hpz-demo -s "$dir/hpzerod.sock" -S "${size_mib}M" -t 2 -r 7 || rc=$?
+./client/hpz-demo -s "$dir/hpzerod.sock" -S "${size_mib}M" -t 2 || rc=$?
 step "hpzctl status"
 ./client/hpzctl -s "$dir/hpzerod.sock" status || rc=$?
 step "hpzerod log"
