@@ -98,6 +98,10 @@ show() {
 # and on exit take off what we added (tests/hugepages.sh).
 FREE=/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages
 need=$((pages + 4))
+# Alone: the pool of another test's daemon (tests/qemu/pool.sh, run beside
+# this one by make -j) takes every free page above its own reserve, ours
+# included (the client's mmap failed with ENOMEM).
+hp_alone
 hp_reserve_2m "$need"
 free=$(cat $FREE)
 [ "$free" -ge "$pages" ] || skip "only $free huge pages free, need $pages"
@@ -120,7 +124,7 @@ launch() {
 for h in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
 	[ -f "$h/cgroup.procs" ] && cgdirs="$cgdirs $h/$name"
 done
-launch >"$tmp/nspawn.log" 2>&1 &
+launch >"$tmp/nspawn.log" 2>&1 8>&- &
 nspawn=$!
 
 # nspawn's first child may not be the container's init yet: look again
@@ -182,7 +186,7 @@ echo "     $(cin systemd-analyze security --no-pager hpzerod.service 2>/dev/null
 nsenter -t "$pid1" -a setpriv --reuid=$CLIENT_UID --regid="$gid" \
     --clear-groups --inh-caps=+sys_ptrace --ambient-caps=+sys_ptrace \
     "$builddir/tests/systemd/sdclient" -p "$pages" \
-    >"$tmp/client.out" 2>"$tmp/client.err" &
+    >"$tmp/client.out" 2>"$tmp/client.err" 8>&- &
 nsenter_pid=$!
 for _ in $(seq 100); do
 	grep -q '^ready' "$tmp/client.out" 2>/dev/null && break
