@@ -346,6 +346,35 @@ bench_text_bg(const struct bench *b, const struct bench_case *c)
 	printf("\n");
 }
 
+/*
+ * A recycled 2 MiB case: the daemon's model of a garbage fault (round trip
+ * and clear, measured at its start) and its figure of late (round trip
+ * and read to answer, after the runs) beside the fault p50 the touch
+ * measured, each as how far off it is.
+ */
+static void
+bench_text_model(const struct bench *b, const struct bench_case *c)
+{
+	const struct hpz_status	*st = &c->after;
+	double			 p50, lo, hi, model, late;
+
+	if (c->page != &bench_pages[0] || c->mode != 0 || c->done == 0 ||
+	    st->cost_ktouch_ns == 0 || st->cost_clear_ns == 0)
+		return;
+	cli_stats(c->fig[FIG_FAULT_P50][SIDE_HPZ], c->done, &p50, &lo, &hi);
+	model = (st->cost_rt_ns + st->cost_clear_ns) / 1e3;
+	printf("cost model, %s %s t=%d: predicted %.1f us a fault, measured "
+	    "p50 %.1f us (%+.0f%%)", bench_modes[c->mode].name,
+	    c->page->name, c->threads, model, p50, (model / p50 - 1) * 100);
+	if (st->cost_served_ns != 0) {
+		late = (st->cost_rt_ns + st->cost_served_ns) / 1e3;
+		printf("; served of late %.1f us (%+.0f%%)", late,
+		    (late / p50 - 1) * 100);
+	}
+	printf("\n");
+	(void)b;
+}
+
 /* The table, for people. */
 void
 bench_text(const struct bench *b)
@@ -438,6 +467,8 @@ bench_text(const struct bench *b)
 		printf("recycled 2m t=1: hpzerod %.2f GB/s = %.2fx the"
 		    " single-core clear bandwidth (%s, %.1f GB/s)\n", gbs,
 		    ratio, clear_kernel((enum clear_kind)b->nt_bulk)->name, nt);
+	for (i = 0; i < b->ncases; i++)
+		bench_text_model(b, &b->cases[i]);
 	for (i = 0; i < b->ncases; i++)
 		bench_text_bg(b, &b->cases[i]);
 	printf("verified: %llu bytes served by hpzerod read back zero\n",

@@ -117,6 +117,19 @@ hpzctl_costs(const struct hpz_status *st)
 		    "costs:", st->cost_rt_ns / 1e3, st->cost_kzero_ns / 1e3,
 		    st->cost_ktouch_ns / 1e3, "", st->cost_clear_ns / 1e3,
 		    ours / (double)st->cost_ktouch_ns);
+		/* The prediction beside what faults took of late. */
+		if (st->cost_served_ns != 0)
+			printf("  %-18s a garbage 2 MiB fault: predicted %.1f "
+			    "us, served of late %.1f us (round trip + %.1f us "
+			    "read to answer), %.2fx the kernel's\n", "",
+			    ours / 1e3, (st->cost_rt_ns +
+			    st->cost_served_ns) / 1e3,
+			    st->cost_served_ns / 1e3, (double)(st->cost_rt_ns +
+			    st->cost_served_ns) / (double)st->cost_ktouch_ns);
+		else
+			printf("  %-18s a garbage 2 MiB fault: predicted %.1f "
+			    "us; none served in the last second\n", "",
+			    ours / 1e3);
 	}
 	printf("  %-18s intercept %s, step aside %s: %llu of %llu regions "
 	    "trap their faults now\n", "interception:", st->policy_intercept,

@@ -84,6 +84,7 @@ status_fill(struct hpz_msg_status_reply *s, size_t nclients)
 	s->cost_kzero_ns = c.kzero_ns;
 	s->cost_ktouch_ns = c.ktouch_ns;
 	s->cost_clear_ns = c.clear_ns;
+	s->cost_served_ns = cost_served_2m();
 	intercept_policies(&intercept, &aside);
 	s->policy = (intercept == INTERCEPT_ALWAYS ?
 	    HPZ_POLICY_INTERCEPT_ALWAYS : 0) |

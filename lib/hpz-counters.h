@@ -218,6 +218,11 @@
 	D(requests_refused_stuck, counter, "", "", "",			\
 	    "Requests refused: the uid had too many stuck contexts.")
 
+/* What serving costs now (daemon/cost.c), after the contexts' text. */
+#define HPZ_COUNTERS_COST_LIVE(D, V)					\
+	V(cost_served_ns, gauge, "ns", "", "",				\
+	    "A garbage 2 MiB fault of late, read to answer (0: none).")
+
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
 	HPZ_COUNTERS_DAEMON(D, V)					\
@@ -229,6 +234,7 @@
 	HPZ_COUNTERS_COST(D, V)						\
 	HPZ_COUNTERS_INTERCEPT(D, V)					\
 	HPZ_COUNTERS_SPARE(D, V)					\
-	HPZ_COUNTERS_CCTX(D, V)
+	HPZ_COUNTERS_CCTX(D, V)						\
+	HPZ_COUNTERS_COST_LIVE(D, V)
 
 #endif /* HPZ_COUNTERS_H */
