@@ -94,7 +94,7 @@ ad_start(struct ad *d, const char *conf)
 		_exit(121);
 	}
 	ad_pid = d->pid;
-	for (i = 0; i < 500 * itest_wait_scale() &&
+	for (i = 0; i < 3000 * itest_wait_scale() &&
 	    access(d->sock, F_OK) != 0; i++)
 		usleep(10 * 1000);
 	cr_assert_eq(access(d->sock, F_OK), 0, "hpzerod did not come up");

@@ -827,9 +827,15 @@ ctl_daemon_start(struct ctl_daemon *d)
 			    d->sock, "--workers", "2", "--pool", "off", (char *)NULL);
 		_exit(121);
 	}
-	for (i = 0; i < 500 && access(d->sock, F_OK) != 0; i++)
+	/*
+	 * A liveness bound: the start-up measures its clear kernels and
+	 * costs, which under ASan on a loaded machine took over 5 s.
+	 */
+	for (i = 0; i < 3000 * itest_wait_scale() &&
+	    access(d->sock, F_OK) != 0; i++)
 		usleep(10 * 1000);
-	cr_assert_eq(access(d->sock, F_OK), 0, "hpzerod did not come up");
+	cr_assert_eq(access(d->sock, F_OK), 0, "hpzerod did not come up in "
+	    "%d s", 30 * itest_wait_scale());
 }
 
 static void

@@ -80,7 +80,7 @@ cr_daemon_start(struct cr *c)
 		    "--pool", "off", "--step-aside", "never", (char *)NULL);
 		_exit(121);
 	}
-	for (i = 0; i < 500 && access(c->sock, F_OK) != 0; i++)
+	for (i = 0; i < 3000 * itest_wait_scale() && access(c->sock, F_OK) != 0; i++)
 		usleep(10 * 1000);
 	cr_assert_eq(access(c->sock, F_OK), 0, "hpzerod did not come up");
 }

@@ -238,7 +238,7 @@ conf_start(const char *conf, const char *sock)
 		    sock, "--pool", "off", (char *)NULL);
 		_exit(121);
 	}
-	for (i = 0; i < 200 && access(sock, F_OK) != 0; i++)
+	for (i = 0; i < 3000 * itest_wait_scale() && access(sock, F_OK) != 0; i++)
 		usleep(10 * 1000);
 	cr_assert_eq(access(sock, F_OK), 0, "hpzerod did not come up");
 	setenv("HPZ_SOCKET", sock, 1);

@@ -595,7 +595,7 @@ Test(hostile, sigterm_stops_daemon_under_attack, .timeout = 180)
 		    "--workers", "2", "--pool", "off", (char *)NULL);
 		_exit(121);
 	}
-	for (i = 0; i < 500 && access(sock, F_OK) != 0; i++)
+	for (i = 0; i < 3000 * itest_wait_scale() && access(sock, F_OK) != 0; i++)
 		usleep(10 * 1000);
 	cr_assert_eq(access(sock, F_OK), 0, "hpzerod did not come up");
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,

@@ -188,7 +188,7 @@ pd_run(struct pd *d)
 		_exit(121);
 	}
 	pd_pid = d->pid;
-	for (i = 0; i < 500 * itest_wait_scale() && access(d->sock, F_OK) != 0; i++)
+	for (i = 0; i < 3000 * itest_wait_scale() && access(d->sock, F_OK) != 0; i++)
 		usleep(10 * 1000);
 	cr_assert_eq(access(d->sock, F_OK), 0, "hpzerod did not come up");
 	setenv("HPZ_SOCKET", d->sock, 1);
