@@ -132,7 +132,10 @@ fi
 # --- huge pages and the container -----------------------------------------
 # Alone, like tests/systemd/nspawn.sh: a daemon of another test takes the
 # free pages above its reserve, ours included.
+t0=$SECONDS
 hp_alone
+echo "     waited $((SECONDS - t0)) s for the other heavy tests (hp_alone)"
+t0=$SECONDS
 hp_reserve_2m "$pages"
 free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
 [ "$free" -ge 64 ] || skip "only $free huge pages free, need 64"
@@ -173,7 +176,7 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 case $state in
-running|degraded) echo "container $name booted ($state)" ;;
+running|degraded) echo "container $name booted ($state, $((SECONDS - t0)) s)" ;;
 *) cat "$tmp/nspawn.log"; skip "container did not boot (${state:-no answer})" ;;
 esac
 
@@ -301,5 +304,5 @@ if [ "$failed" -ne 0 ]; then
 	cin journalctl -u hpzerod -u hpzerod.socket --no-pager -o cat | tail -40
 	die "$failed checks failed"
 fi
-echo "PASS: package"
+echo "PASS: package ($SECONDS s in all)"
 exit 0
