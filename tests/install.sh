@@ -21,7 +21,7 @@ for f in include/hpz.h include/hpz-counters.h lib/libhpz.so \
     share/man/man3/hpz_list_regions.3 share/man/man3/hpz_set_policy.3 \
     share/man/man1/hpz-demo.1 share/man/man1/hpz-run.1 bin/hpz-run \
     lib/hpzerod/libhpz-preload.so lib/systemd/system/hpzerod.service \
-    lib/systemd/system/hpzerod.socket; do
+    lib/systemd/system/hpzerod.socket lib/udev/rules.d/60-hpzerod.rules; do
 	if [ -e "$dest$prefix/$f" ]; then
 		echo "ok   installed $prefix/$f"; pass=$((pass + 1))
 	else

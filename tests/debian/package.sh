@@ -1,0 +1,308 @@
+#!/bin/bash
+#
+# package.sh - the Debian package, built and lived with under a real
+# systemd: dpkg-buildpackage -b of version N (this tree) and N+1 (the same
+# with a changelog entry more), lintian on N, then in a container of the
+# host (systemd-nspawn --volatile=yes, with /usr and /var as overlays on the
+# host's, so that dpkg writes there and the host stays as it was):
+#   install   dpkg -i of hpzerod, libhpz0, libhpz-dev: group hpz made, the
+#             socket enabled and listening (root:hpz 0660), the service not
+#             started until a client comes; a uid in group hpz runs hpz-demo
+#             against /run/hpzerod/hpzerod.sock
+#   upgrade   dpkg -i of N+1: the running daemon restarted (new MainPID),
+#             the socket still there, hpz-demo still served
+#   remove    dpkg -r: socket and service stopped, the socket file gone,
+#             /etc/hpzerod.conf kept
+#   purge     dpkg -P: /etc/hpzerod.conf and the enablement links gone
+#
+# Not in make check (two package builds and a container: a few minutes);
+# .ci/run calls it after tests/quickstart.sh check.  Needs root,
+# dpkg-buildpackage with debhelper, systemd-nspawn and 2 MiB huge pages;
+# exit 77 (skip) where one is missing.  Every huge page reserved and every
+# cgroup made is put back on exit.
+
+set -u
+
+srcdir=$(cd "${HPZ_SRCDIR:-$(dirname "$0")/../..}" && pwd)
+pages=${HPZ_PACKAGE_PAGES:-96}	# the demo's 2 x 64 MiB, the pool's 16 MiB, slack
+CLIENT_UID=4242
+SOCK=/run/hpzerod/hpzerod.sock
+
+skip() { echo "SKIP: $*"; exit 77; }
+die() { echo "FAIL: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || skip "needs root"
+for t in dpkg-buildpackage dh dh_autoreconf systemd-nspawn nsenter setpriv \
+    git; do
+	command -v $t >/dev/null 2>&1 || skip "$t is not installed"
+done
+[ -d "$srcdir/debian" ] || die "no debian/ in $srcdir"
+[ -d /sys/kernel/mm/hugepages/hugepages-2048kB ] || skip "no 2 MiB huge pages"
+
+name=hpz-pkg-$$
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hpz-package.XXXXXX") || exit 1
+. "$srcdir/tests/hugepages.sh"
+nspawn=
+pid1=
+cgdirs=
+failed=0
+
+cleanup() {
+	local d
+	[ -n "$pid1" ] && kill -KILL "$pid1" 2>/dev/null
+	if [ -n "$nspawn" ]; then
+		kill -TERM "$nspawn" 2>/dev/null
+		for _ in $(seq 50); do
+			kill -0 "$nspawn" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$nspawn" 2>/dev/null
+		wait "$nspawn" 2>/dev/null
+	fi
+	for d in $cgdirs; do
+		for _ in $(seq 30); do
+			[ -d "$d" ] || break
+			find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+			sleep 0.1
+		done
+		[ -d "$d" ] && echo "note: could not remove $d"
+	done
+	hp_release
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+check() {
+	if eval "$2"; then
+		echo "ok   $1"
+	else
+		echo "FAIL $1"
+		failed=$((failed + 1))
+	fi
+}
+
+# --- build N and N+1 ------------------------------------------------------
+# From the files git knows (tracked, and new ones not ignored): what a
+# clean checkout builds, without this tree's build/ or configure output.
+copy_tree() {
+	mkdir -p "$1"
+	(cd "$srcdir" && git ls-files -z --cached --others --exclude-standard |
+	    xargs -0 sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+	    tar --null -T - -cf -) | tar -xf - -C "$1"
+}
+# build DIR: dpkg-buildpackage -b there, its log in DIR.log.
+build() {
+	(cd "$1" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+	    dpkg-buildpackage -b -us -uc) >"$1.log" 2>&1 || {
+		tail -40 "$1.log"
+		die "dpkg-buildpackage in $1"
+	}
+}
+copy_tree "$tmp/n/hpzerod" || die "cannot copy the tree"
+ver=$(cd "$tmp/n/hpzerod" && dpkg-parsechangelog -S Version)
+t0=$SECONDS
+build "$tmp/n/hpzerod"
+echo "ok   dpkg-buildpackage -b -us -uc of $ver took $((SECONDS - t0)) s"
+
+copy_tree "$tmp/n1/hpzerod" || die "cannot copy the tree"
+ver1="$ver+pkgtest1"
+{
+	printf 'hpzerod (%s) unstable; urgency=medium\n\n' "$ver1"
+	printf '  * Test build: version N+1 for tests/debian/package.sh.\n\n'
+	printf ' -- hpzerod tests <tests@localhost>  %s\n\n' "$(date -R)"
+	cat "$tmp/n/hpzerod/debian/changelog"
+} >"$tmp/n1/hpzerod/debian/changelog"
+t0=$SECONDS
+build "$tmp/n1/hpzerod"
+echo "ok   dpkg-buildpackage of $ver1 took $((SECONDS - t0)) s"
+
+if command -v lintian >/dev/null 2>&1; then
+	# lintian says it should not run as root.
+	chmod -R a+rX "$tmp"
+	lint=$(cd "$tmp/n" && setpriv --reuid=nobody --regid=nogroup \
+	    --clear-groups lintian --pedantic -I ./*.changes 2>&1)
+	echo "$lint" | sed 's/^/     lintian: /'
+	check "lintian: no error, no warning" \
+	    '! echo "$lint" | grep -q "^[EW]: "'
+else
+	echo "note: lintian is not installed, not run"
+fi
+
+# --- huge pages and the container -----------------------------------------
+# Alone, like tests/systemd/nspawn.sh: a daemon of another test takes the
+# free pages above its reserve, ours included.
+t0=$SECONDS
+hp_alone
+echo "     waited $((SECONDS - t0)) s for the other heavy tests (hp_alone)"
+t0=$SECONDS
+hp_reserve_2m "$pages"
+free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
+[ "$free" -ge 64 ] || skip "only $free huge pages free, need 64"
+
+mkdir -p "$tmp/debs" "$tmp/usr" "$tmp/var"
+cp "$tmp"/n/*.deb "$tmp"/n1/*.deb "$tmp/debs/"
+launch() {
+	local h
+	for h in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
+		[ -f "$h/cgroup.procs" ] || continue
+		mkdir -p "$h/$name" 2>/dev/null && echo $BASHPID >"$h/$name/cgroup.procs" \
+		    2>/dev/null || true
+	done
+	# /etc stays the container's own (a tmpfs systemd fills at boot): the
+	# host's would start its services (libvirtd, a database) in there.
+	exec systemd-nspawn -q -D / --volatile=yes --register=no --keep-unit \
+	    -M "$name" --overlay=/usr:"$tmp/usr":/usr \
+	    --overlay=/var:"$tmp/var":/var --bind-ro="$tmp/debs":/opt/debs \
+	    --console=passive --boot -- systemd.firstboot=off
+}
+for h in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
+	[ -f "$h/cgroup.procs" ] && cgdirs="$cgdirs $h/$name"
+done
+launch >"$tmp/nspawn.log" 2>&1 8>&- &
+nspawn=$!
+
+cin() {
+	nsenter -t "$pid1" -a "$@"
+}
+state=
+for _ in $(seq 300); do
+	kill -0 "$nspawn" 2>/dev/null || break
+	pid1=$(ps --ppid "$nspawn" -o pid= 2>/dev/null | tr -d ' ' | head -1)
+	if [ -n "$pid1" ]; then
+		state=$(cin systemctl is-system-running 2>/dev/null)
+		case $state in running|degraded) break ;; esac
+	fi
+	sleep 0.1
+done
+case $state in
+running|degraded) echo "container $name booted ($state, $((SECONDS - t0)) s)" ;;
+*) cat "$tmp/nspawn.log"; skip "container did not boot (${state:-no answer})" ;;
+esac
+
+# What a Debian host has and this one's container lacks, changed in the
+# overlays only: the host's policy-rc.d (a Docker image's, "exit 101")
+# forbids every start from a maintainer script; the host's statoverrides
+# name groups that the container's /etc has not; udev does not run in a
+# container, so /dev/userfaultfd is made here and the installed rule's
+# GROUP and MODE applied to it by hand, as udev would at boot.
+cin rm -f /usr/sbin/policy-rc.d
+cin sh -c ': >/var/lib/dpkg/statoverride'
+cin mknod -m 600 /dev/userfaultfd c 10 257 || die "mknod /dev/userfaultfd"
+# The host's pool is shared with other tests: this daemon's pool stays at
+# 16 MiB (the default takes every free page above the reserve).  A drop-in
+# with a settings file of its own, so that the package's conffile stays as
+# shipped (an edited one would make the upgrade ask, and purge must find it).
+cin mkdir -p /etc/systemd/system/hpzerod.service.d
+printf '[pool]\nsize_2m = 16M\n' | cin tee /etc/hpzerod-test.conf >/dev/null
+printf '[Service]\nExecStart=\nExecStart=/usr/sbin/hpzerod --config /etc/hpzerod-test.conf\n' |
+    cin tee /etc/systemd/system/hpzerod.service.d/test.conf >/dev/null
+
+show() {
+	cin systemctl show -p "$1" --value "${2:-hpzerod.service}"
+}
+demo() {
+	local gid
+	gid=$(cin getent group hpz | cut -d: -f3)
+	cin setpriv --reuid=$CLIENT_UID --regid=$CLIENT_UID --groups="$gid" \
+	    hpz-demo -s $SOCK -S 64M -r 1 -t 1 >"$tmp/demo.out" 2>&1 8>&-
+}
+
+# --- install ---------------------------------------------------------------
+cd "$tmp/debs" || die "cd"
+n_debs=$(ls hpzerod_"$ver"_*.deb libhpz0_"$ver"_*.deb libhpz-dev_"$ver"_*.deb)
+n1_debs=$(ls hpzerod_"$ver1"_*.deb libhpz0_"$ver1"_*.deb libhpz-dev_"$ver1"_*.deb)
+cd / || die "cd"
+t0=$SECONDS
+cin sh -c "cd /opt/debs && dpkg -i $(echo $n_debs)" >"$tmp/dpkg.log" 2>&1 ||
+    { cat "$tmp/dpkg.log"; die "dpkg -i $ver"; }
+echo "ok   dpkg -i $(echo $n_debs) ($((SECONDS - t0)) s)"
+check "install: group hpz made" 'cin getent group hpz >/dev/null'
+check "install: hpzerod.socket enabled" \
+    '[ "$(cin systemctl is-enabled hpzerod.socket)" = enabled ]'
+check "install: hpzerod.socket active" \
+    '[ "$(show ActiveState hpzerod.socket)" = active ]'
+check "install: $SOCK is root:hpz 660" \
+    '[ "$(cin stat -c "%U:%G %a" $SOCK)" = "root:hpz 660" ]'
+check "install: the service waits for its first client" \
+    '[ "$(show ActiveState)" = inactive ]'
+check "install: /etc/hpzerod.conf shipped as a conffile" \
+    'cin test -f /etc/hpzerod.conf'
+rule=$(cin cat /lib/udev/rules.d/60-hpzerod.rules | grep -v '^#')
+ugroup=$(echo "$rule" | sed -n 's/.*GROUP="\([^"]*\)".*/\1/p')
+umode=$(echo "$rule" | sed -n 's/.*MODE="\([^"]*\)".*/\1/p')
+check "install: udev rule gives /dev/userfaultfd to group hpz ($ugroup $umode)" \
+    '[ "$ugroup" = hpz ] && [ "$umode" = 0660 ] &&
+    cin chgrp "$ugroup" /dev/userfaultfd && cin chmod "$umode" /dev/userfaultfd'
+if demo; then
+	echo "ok   install: uid $CLIENT_UID in group hpz runs hpz-demo -s $SOCK"
+else
+	echo "FAIL install: hpz-demo"
+	failed=$((failed + 1))
+fi
+sed 's/^/     /' "$tmp/demo.out"
+check "install: the socket started the service" \
+    '[ "$(show ActiveState)" = active ]'
+pid_n=$(show MainPID)
+
+# --- upgrade -----------------------------------------------------------------
+t0=$SECONDS
+cin sh -c "cd /opt/debs && dpkg -i $(echo $n1_debs)" >"$tmp/dpkg.log" 2>&1 ||
+    { cat "$tmp/dpkg.log"; die "dpkg -i $ver1"; }
+echo "ok   dpkg -i $(echo $n1_debs) ($((SECONDS - t0)) s)"
+check "upgrade: hpzerod is $ver1" \
+    '[ "$(cin dpkg-query -W -f="\${Version}" hpzerod)" = "$ver1" ]'
+for _ in $(seq 100); do
+	[ "$(show SubState)" = running ] && break
+	sleep 0.1
+done
+pid_n1=$(show MainPID)
+check "upgrade: the daemon was restarted (MainPID $pid_n -> $pid_n1)" \
+    '[ "$(show SubState)" = running ] && [ "$pid_n1" != "$pid_n" ] &&
+    [ "$pid_n1" != 0 ]'
+check "upgrade: it exited on SIGTERM by itself (no stop timeout)" \
+    '! cin journalctl -u hpzerod --no-pager -o cat | grep -q "stop-sigterm.* timed out"'
+check "upgrade: the socket stayed active and enabled" \
+    '[ "$(show ActiveState hpzerod.socket)" = active ] &&
+    [ "$(cin systemctl is-enabled hpzerod.socket)" = enabled ]'
+if demo; then
+	echo "ok   upgrade: hpz-demo still served"
+else
+	echo "FAIL upgrade: hpz-demo"
+	failed=$((failed + 1))
+fi
+sed -n 's/^run 1\/1: /     /p; s/^verified: /     verified: /p' "$tmp/demo.out"
+check "upgrade: the same daemon served it" '[ "$(show MainPID)" = "$pid_n1" ]'
+
+# --- remove ------------------------------------------------------------------
+cin dpkg -r hpzerod libhpz-dev libhpz0 >"$tmp/dpkg.log" 2>&1 ||
+    { cat "$tmp/dpkg.log"; die "dpkg -r"; }
+echo "ok   dpkg -r hpzerod libhpz-dev libhpz0"
+check "remove: hpzerod.service stopped" \
+    '[ "$(show ActiveState)" = inactive ]'
+check "remove: hpzerod.socket stopped" \
+    '[ "$(show ActiveState hpzerod.socket)" = inactive ]'
+check "remove: $SOCK gone" '! cin test -e $SOCK'
+check "remove: the daemon exited cleanly" \
+    '! cin journalctl -u hpzerod --no-pager -o cat | grep -q "stop-sigterm.* timed out"'
+check "remove: binaries gone, /etc/hpzerod.conf kept" \
+    '! cin test -e /usr/sbin/hpzerod && cin test -f /etc/hpzerod.conf'
+
+# --- purge -------------------------------------------------------------------
+cin rm -rf /etc/systemd/system/hpzerod.service.d /etc/hpzerod-test.conf
+cin dpkg -P hpzerod libhpz-dev libhpz0 >"$tmp/dpkg.log" 2>&1 ||
+    { cat "$tmp/dpkg.log"; die "dpkg -P"; }
+echo "ok   dpkg -P hpzerod libhpz-dev libhpz0"
+check "purge: /etc/hpzerod.conf gone" '! cin test -e /etc/hpzerod.conf'
+check "purge: no hpzerod left in /etc" \
+    '[ -z "$(cin find /etc -name "*hpzerod*")" ]'
+check "purge: dpkg knows no hpzerod" \
+    '! cin dpkg-query -W -f="\${Status}" hpzerod 2>/dev/null | grep -q installed'
+
+if [ "$failed" -ne 0 ]; then
+	echo "--- journal of hpzerod"
+	cin journalctl -u hpzerod -u hpzerod.socket --no-pager -o cat | tail -40
+	die "$failed checks failed"
+fi
+echo "PASS: package ($SECONDS s in all)"
+exit 0
