@@ -627,6 +627,45 @@ clear_bulk_guarded(void *p, size_t len)
 	return (clear_span_guarded(clear_bulk, p, len));
 }
 
+/*
+ * The faulting neighbourhood [ws, ws + wl) of page with ordinary stores,
+ * the 4 KiB that faulted (at fault_off) last: written in address order,
+ * the lines after it could push it out of the first-level cache before
+ * the client reads it.
+ */
+static void
+clear_window(char *page, uint64_t ws, uint64_t wl, uint64_t fault_off)
+{
+	uint64_t	sub = fault_off & ~(uint64_t)(CLEAR_SUBPAGE - 1);
+	uint64_t	end = ws + wl;
+
+	if (sub < ws || sub + CLEAR_SUBPAGE > end) {
+		clear_hot(page + ws, wl);
+		return;
+	}
+	if (sub > ws)
+		clear_hot(page + ws, sub - ws);
+	if (end > sub + CLEAR_SUBPAGE)
+		clear_hot(page + sub + CLEAR_SUBPAGE,
+		    end - sub - CLEAR_SUBPAGE);
+	clear_hot(page + sub, CLEAR_SUBPAGE);
+}
+
+struct clear_win {
+	char		*page;
+	uint64_t	 ws;
+	uint64_t	 wl;
+	uint64_t	 fault_off;
+};
+
+static void
+clear_window_body(void *arg)
+{
+	struct clear_win	*w = arg;
+
+	clear_window(w->page, w->ws, w->wl, w->fault_off);
+}
+
 /* Pages clear_pages works on. */
 struct clear_batch {
 	char			*base;
@@ -662,7 +701,7 @@ clear_pages_body(void *arg)
 	for (i = 0; i < b->n; i++) {
 		page = b->base + i * b->page_size;
 		plan_window(b->page_size, b->off[i], b->hot, &ws, &wl);
-		clear_hot(page + ws, wl);
+		clear_window(page, ws, wl, b->off[i]);
 		b->cost->hot_bytes += wl;
 	}
 	b->cost->hot_ns += clock_now_ns() - t1;
@@ -765,6 +804,7 @@ clear_split(char *page, size_t page_size, size_t fault_off, size_t hot,
     int *helped, struct clear_cost *cost)
 {
 	struct clear_job	*job;
+	struct clear_win	 win;
 	uint64_t		 ws, wl, t0;
 	int			 failed, n = 0;
 
@@ -794,7 +834,11 @@ clear_split(char *page, size_t page_size, size_t fault_off, size_t hot,
 	if (failed)
 		return (-EFAULT);
 	t0 = clock_now_ns();
-	if (clear_span_guarded(clear_hot, page + ws, wl) != 0)
+	win.page = page;
+	win.ws = ws;
+	win.wl = wl;
+	win.fault_off = fault_off;
+	if (clear_guarded(page + ws, wl, clear_window_body, &win) != 0)
 		return (-EFAULT);
 	cost->hot_ns += clock_now_ns() - t0;
 	cost->hot_bytes += wl;
