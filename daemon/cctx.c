@@ -420,6 +420,20 @@ cctx_cancelled(const struct cctx_job *j)
 	return (atomic_load(&j->cancel));
 }
 
+/* Was j refused before it ran (a limit, no thread)?  0 or -errno. */
+int
+cctx_job_error(const struct cctx_job *j)
+{
+	return (j->error);
+}
+
+/* Why j was refused, naming the limit (for the client's reply). */
+const char *
+cctx_job_why(const struct cctx_job *j)
+{
+	return (j->why);
+}
+
 /* Is a job of x running or queued? */
 int
 cctx_busy(const struct cctx *x)

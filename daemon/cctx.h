@@ -35,6 +35,8 @@ struct cctx_job {
 	const char		*what;		/* for the stuck report */
 	struct cctx		*ctx;
 	atomic_int		 cancel;
+	int			 error;		/* refused: it never ran */
+	char			 why[160];	/* the refusal, for the client */
 };
 
 int		 cctx_start(void);
@@ -49,6 +51,8 @@ int		 cctx_submit(struct cctx *, struct cctx_job *,
 		    void *, const char *);
 void		 cctx_cancel(struct cctx_job *);
 int		 cctx_cancelled(const struct cctx_job *);
+int		 cctx_job_error(const struct cctx_job *);
+const char	*cctx_job_why(const struct cctx_job *);
 int		 cctx_busy(const struct cctx *);
 int		 cctx_pending(const struct cctx *);
 int		 cctx_uid_refused(uid_t, char *, size_t);

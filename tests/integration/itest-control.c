@@ -1433,6 +1433,66 @@ Test(control, fuse_stray_fds_whose_close_never_returns, .timeout = 180)
 	ctl_closed_all(name);
 }
 
+/* ---- a register whose page state fd's fstat never returns -------------- */
+
+/*
+ * A register whose third fd (the page state) is a file on a FUSE mount
+ * that answers nothing once the file is open (mute-after-open, mounted
+ * allow_other): its fstat, once the attributes the open brought expire
+ * (1 s), waits for ever.  On 32aedb7 the daemon made that fstat on its
+ * event loop (region_find_state) and every client stalled.
+ */
+static void
+ctl_attack_fuse_state(int wfd)
+{
+	struct hpz_msg_register	reg;
+	struct ctl_shm		shm;
+	int			sock, fds[3], fd;
+
+	if ((fd = open(ctl_fu.file, O_RDWR | O_CLOEXEC)) == -1)
+		_exit(30);
+	ctl_shm_make(&shm, 16 * 4096);
+	usleep(1500 * 1000);	/* the open's attributes expire */
+	sock = itest_raw_connect();
+	fds[0] = shm.uffd;
+	fds[1] = shm.fd;
+	fds[2] = fd;
+	ctl_reg_msg(&reg, &shm, 1);
+	if (proto_send(sock, &reg, sizeof(reg), fds, 3) !=
+	    (ssize_t)sizeof(reg))
+		_exit(31);
+	(void)write(wfd, "r", 1);
+	pause();	/* our own close of fd would hang: we die instead */
+}
+
+Test(control, register_with_a_state_fd_whose_fstat_never_returns,
+    .timeout = 180)
+{
+	const char		*name = "state fd on a mute FUSE mount";
+	struct ctl_figures	 fg;
+	pid_t			 attacker, honest, daemon = itest_daemon_pid();
+	int			 arfd, hrfd, held = -1, i, wait;
+
+	ctl_fuse_start(&ctl_fu, "mute-after-open");
+	ctl_daemon_same();
+	attacker = ctl_attacker_start(ctl_attack_fuse_state, &arfd);
+	usleep(200 * 1000);	/* its register reaches the daemon */
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	ctl_daemon_same();
+	/* The server goes: the fstat fails, the fds are closed. */
+	ctl_fuse_stop(&ctl_fu);
+	wait = 30 * 10 * itest_wait_scale();
+	for (i = 0; i < wait &&
+	    (held = ctl_fds_on_mount(daemon, ctl_fu.mnt_id)) > 0; i++)
+		usleep(100 * 1000);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_same();
+	cr_assert_eq(held, 0, "%s: the daemon still holds %d fds on the "
+	    "mount %d s after its server went", name, held, wait / 10);
+	ctl_closed_all(name);
+}
+
 /* ---- a client holding its own mmap_lock over its resets ------------------ */
 
 /*
