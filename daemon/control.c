@@ -263,7 +263,7 @@ static void	control_probe_done(struct cctx_job *);
 static void
 control_probe_submit(struct cctx *x, struct control_probe *p)
 {
-	(void)cctx_submit(x, &p->job, control_probe_work,
+	(void)cctx_submit_request(x, &p->job, control_probe_work,
 	    control_probe_done, p, p->phase == 0 ? "a register's fstat of "
 	    "its page state fd" : "a register's checks (fstat, its /proc "
 	    "maps, lseek SEEK_DATA on its page state)");
@@ -645,7 +645,7 @@ control_status(struct client *c, struct hpz_msg *m)
 	struct hpz_msg_status_reply	s;
 
 	proto_init(&s, HPZ_MSG_STATUS_REPLY, sizeof(s), m->u.hdr.seq);
-	status_fill(&s, control_nclients());
+	status_fill(&s, control_nclients(), c->uid);
 	control_fill_limits(&s, c->uid);
 	if (proto_send(c->fd, &s, sizeof(s), NULL, 0) != sizeof(s))
 		return (-1);
