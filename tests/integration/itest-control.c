@@ -1527,30 +1527,52 @@ ctl_attack_short_lived(int wfd)
 	struct hpz_msg_header	h;
 	struct hpz_msg		m;
 	struct ctl_verdict	v;
-	int			fd, sock, i, status, refused = 0;
+	int			fd, sock, i, status, refused = 0, p[2];
 	pid_t			pid;
+	char			c;
 
 	if ((fd = open(ctl_fu.file, O_RDONLY | O_CLOEXEC)) == -1)
 		_exit(30);
 	if (setgid(65534) != 0 || setuid(65534) != 0)
 		_exit(31);
+	if (pipe(p) != 0)
+		_exit(33);
 	(void)write(wfd, "r", 1);
 	for (i = 0; i < CTL_SHORT_PROCS; i++) {
 		if ((pid = fork()) == -1)
 			_exit(32);
 		if (pid == 0) {
-			if ((sock = itest_raw_connect()) < 0)
-				_exit(1);
-			proto_init(&h, HPZ_MSG_STATUS, sizeof(h), 1);
-			(void)proto_send(sock, &h, sizeof(h), &fd, 1);
-			if (ctl_attacker_reply(sock, &m) != 0)
-				_exit(1);
-			_exit(m.u.hdr.type == HPZ_MSG_REPLY ? 2 : 0);
+			/*
+			 * Its connection goes, the process stays: its own
+			 * close of fd (at exit too) would send FLUSH and wait
+			 * for ever.  It dies with the attacker, once the
+			 * server is gone.
+			 */
+			struct sockaddr_un	sun;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+			c = '?';
+			itest_sun(&sun, getenv("HPZ_SOCKET"));
+			sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+			if (sock >= 0 && connect(sock, (struct sockaddr *)&sun,
+			    sizeof(sun)) == 0) {
+				proto_init(&h, HPZ_MSG_STATUS, sizeof(h), 1);
+				(void)proto_send(sock, &h, sizeof(h), &fd, 1);
+				if (ctl_attacker_reply(sock, &m) == 0)
+					c = m.u.hdr.type == HPZ_MSG_REPLY ?
+					    'n' : 'y';
+			}
+			if (sock >= 0)
+				close(sock);
+			(void)write(p[1], &c, 1);
+			pause();
+			_exit(1);
 		}
-		if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-		    WEXITSTATUS(status) == 2)
+		if (read(p[0], &c, 1) == 1 && c == 'n')
 			refused++;
 	}
+	(void)status;
 	memset(&v, 0, sizeof(v));
 	v.replies = refused;
 	snprintf(v.text, sizeof(v.text), "%d processes, %d refused",
@@ -1681,7 +1703,7 @@ Test(control, no_thread_for_a_context_refuses_never_runs_on_the_loop,
 		if (mkdir(cg, 0755) != 0)
 			cr_skip_test("no pids cgroup to make here");
 	}
-	ctl_daemon_own(&d, "[limits]\nthreads = 1000\n");
+	ctl_daemon_own(&d, "");
 	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
 	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
 	cr_assert_geq(fd = open(path, O_WRONLY), 0, "%s", path);
