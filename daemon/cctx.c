@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 
 #include <event2/event.h>
 
@@ -52,6 +53,8 @@ struct cctx {
 	struct cctx_job		*running;
 	uint64_t		 since_ns;	/* running's start */
 	int			 said;		/* running reported stuck */
+	int			 waiting;	/* work queued, no thread
+						   allowed yet (a limit) */
 	pthread_cond_t		 cond;		/* work queued, or let go */
 };
 
@@ -66,14 +69,99 @@ static int		 cctx_efd = -1;
 static struct event	*cctx_ev;
 static struct event	*cctx_timer;
 static int		 cctx_stuck_max = 4;
+static int		 cctx_uid_max = 32;	/* busy contexts of a uid */
+static int		 cctx_threads_max = 256;	/* all contexts' threads */
 /* The longest stuck job seen (main thread). */
 static struct cctx_report cctx_worst;
 
+/* [limits]: stuck_contexts, contexts (a uid's), threads (all); 0: none. */
 void
-cctx_limits(int stuck_max)
+cctx_limits(int stuck_max, int uid_max, int threads_max)
 {
 	cctx_stuck_max = stuck_max;
+	cctx_uid_max = uid_max;
+	cctx_threads_max = threads_max;
 }
+
+/* Threads kept for everything else (workers, reaper, scrub, prep). */
+#define CCTX_HEADROOM	64
+/* [limits] threads = 0 and nothing smaller above us: this many. */
+#define CCTX_THREADS_DEFAULT	1024
+
+/* Our cgroup's pids.max (cgroup v2), or -1: none or unlimited. */
+static long
+cctx_pids_max(void)
+{
+	char	 line[512], path[600], *p;
+	FILE	*f;
+	long	 max = -1;
+
+	if ((f = fopen("/proc/self/cgroup", "r")) == NULL)
+		return (-1);
+	path[0] = '\0';
+	while ((p = fgets(line, sizeof(line), f)) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((p = strstr(line, ":pids:")) != NULL) {	/* v1 */
+			snprintf(path, sizeof(path),
+			    "/sys/fs/cgroup/pids%s/pids.max", p + 6);
+			break;
+		}
+		if (strncmp(line, "0::", 3) == 0)		/* v2 */
+			snprintf(path, sizeof(path),
+			    "/sys/fs/cgroup%s/pids.max", line + 3);
+	}
+	fclose(f);
+	if (path[0] == '\0')
+		return (-1);
+	if ((f = fopen(path, "r")) == NULL)
+		return (-1);
+	if (fgets(line, sizeof(line), f) != NULL && line[0] >= '0' &&
+	    line[0] <= '9')
+		max = strtol(line, NULL, 10);
+	fclose(f);
+	return (max);
+}
+
+/*
+ * [limits] threads = 0: what the daemon's own limits leave for contexts.
+ * The tasks our cgroup may have (pids.max, systemd's TasksMax=) and, for
+ * a uid other than root, RLIMIT_NPROC (counted over all the uid's
+ * threads, so this is an upper bound), less CCTX_HEADROOM for our own
+ * threads; at most CCTX_THREADS_DEFAULT.
+ */
+int
+cctx_threads_derived(void)
+{
+	struct rlimit	rl;
+	long		n = CCTX_THREADS_DEFAULT, m;
+
+	if ((m = cctx_pids_max()) > 0 && m - CCTX_HEADROOM < n)
+		n = m - CCTX_HEADROOM;
+	if (geteuid() != 0 && getrlimit(RLIMIT_NPROC, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY &&
+	    (long)rl.rlim_cur - CCTX_HEADROOM < n)
+		n = (long)rl.rlim_cur - CCTX_HEADROOM;
+	return (n < 1 ? 1 : (int)n);
+}
+
+int
+cctx_threads_limit(void)
+{
+	return (cctx_threads_max);
+}
+
+/*
+ * Does x hold a thread of ours, or want one (cctx_lock held)?  A context
+ * counts from its first queued job (a close of a passed fd included) until
+ * its thread has nothing left and has gone.
+ */
+static int
+cctx_counts(const struct cctx *x)
+{
+	return (x->thread || x->pending > 0);
+}
+
+static int	cctx_thread(struct cctx *, char *, size_t);
 
 static uint64_t
 cctx_ms_since(uint64_t t0)
@@ -167,6 +255,7 @@ cctx_check_cb(int fd, short events, void *arg)
 	struct cctx	*x;
 	uint64_t	 ms, stuck = 0, longest = 0;
 	struct timeval	 tv = { 0, CCTX_CHECK_MS * 1000 };
+	char		 why[160];
 
 	(void)fd;
 	(void)events;
@@ -174,8 +263,15 @@ cctx_check_cb(int fd, short events, void *arg)
 	pthread_mutex_lock(&cctx_lock);
 	memset(&cctx_worst, 0, sizeof(cctx_worst));
 	TAILQ_FOREACH(x, &cctx_all, entry) {
+		/* Releases waiting for a thread: one may start now. */
+		if (x->waiting && !x->thread && !TAILQ_EMPTY(&x->queue) &&
+		    cctx_thread(x, why, sizeof(why)) == 0)
+			log_info("client pid %d uid %u: its context has a "
+			    "thread again", (int)x->pid, (unsigned)x->uid);
 		if (x->thread)
 			cctx_worst.contexts++;
+		if (cctx_counts(x))
+			cctx_worst.busy++;
 		if (x->running == NULL ||
 		    (ms = cctx_ms_since(x->since_ns)) < CCTX_STUCK_MS)
 			continue;
@@ -193,6 +289,7 @@ cctx_check_cb(int fd, short events, void *arg)
 			longest = ms;
 			cctx_worst.longest_ms = ms;
 			cctx_worst.longest_pid = (int32_t)x->pid;
+			cctx_worst.longest_uid = x->uid;
 			snprintf(cctx_worst.longest_what,
 			    sizeof(cctx_worst.longest_what), "%s",
 			    x->running->what);
@@ -341,9 +438,41 @@ cctx_pid(const struct cctx *x)
 	return (x->pid);
 }
 
-/* Start x's thread (cctx_lock held): 0 or a positive errno. */
+/*
+ * May x have a thread (cctx_lock held)?  0, or -errno with the limit it
+ * would pass named in why: its uid's busy contexts ([limits] contexts),
+ * all contexts' threads ([limits] threads).
+ */
 static int
-cctx_thread(struct cctx *x)
+cctx_may_start(const struct cctx *x, char *why, size_t whylen)
+{
+	const struct cctx	*y;
+	int			 n = 0;
+
+	if (cctx_threads_max > 0 && cctx_threads >= cctx_threads_max) {
+		snprintf(why, whylen, "the daemon runs %d client context "
+		    "threads, the most it may ([limits] threads in "
+		    "hpzerod.conf): refused until one ends", cctx_threads);
+		return (-EAGAIN);
+	}
+	if (cctx_uid_max > 0) {
+		TAILQ_FOREACH(y, &cctx_all, entry)
+			if (y != x && y->uid == x->uid && cctx_counts(y))
+				n++;
+		if (n >= cctx_uid_max) {
+			snprintf(why, whylen, "uid %u has %d client contexts "
+			    "at work, the most it may ([limits] contexts in "
+			    "hpzerod.conf): refused until one is done",
+			    (unsigned)x->uid, n);
+			return (-EBUSY);
+		}
+	}
+	return (0);
+}
+
+/* Start x's thread (cctx_lock held): 0 or -errno, why says it. */
+static int
+cctx_thread(struct cctx *x, char *why, size_t whylen)
 {
 	pthread_attr_t	attr;
 	pthread_t	t;
@@ -351,6 +480,8 @@ cctx_thread(struct cctx *x)
 	char		name[16];
 	int		error;
 
+	if ((error = cctx_may_start(x, why, whylen)) != 0)
+		return (error);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	sigfillset(&all);
@@ -358,25 +489,24 @@ cctx_thread(struct cctx *x)
 	error = pthread_create(&t, &attr, cctx_main, x);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	if (error != 0)
-		return (error);
+	if (error != 0) {
+		snprintf(why, whylen, "the daemon cannot start a thread for "
+		    "this client's context (%s): refused", strerror(error));
+		return (-error);
+	}
 	snprintf(name, sizeof(name), "hpzd-c%d", (int)x->pid);
 	pthread_setname_np(t, name);
 	x->thread = 1;
+	x->waiting = 0;
 	cctx_threads++;
 	return (0);
 }
 
-/*
- * Run job j (the caller's until done is called): work on x's thread after
- * what x already has queued, then done on the main thread.  1 if queued;
- * 0 if it ran at once (no contexts: the fuzzer, the unit tests; or no
- * thread could be made, said in the log).
- */
-int
-cctx_submit(struct cctx *x, struct cctx_job *j, void (*work)(struct cctx_job *),
-    void (*done)(struct cctx_job *), void *arg, const char *what)
+static int
+cctx_queue(struct cctx *x, struct cctx_job *j, void (*work)(struct cctx_job *),
+    void (*done)(struct cctx_job *), void *arg, const char *what, int refuse)
 {
+	char	why[sizeof(j->why)];
 	int	error;
 
 	memset(j, 0, sizeof(*j));
@@ -391,20 +521,60 @@ cctx_submit(struct cctx *x, struct cctx_job *j, void (*work)(struct cctx_job *),
 		return (0);
 	}
 	pthread_mutex_lock(&cctx_lock);
-	if (!x->thread && (error = cctx_thread(x)) != 0) {
-		pthread_mutex_unlock(&cctx_lock);
-		log_warnx("client pid %d: cannot start its context (%s): %s "
-		    "runs on the event loop", (int)x->pid, strerror(error),
-		    what);
-		work(j);
-		done(j);
-		return (0);
+	if (!x->thread && (error = cctx_thread(x, why, sizeof(why))) != 0) {
+		if (refuse) {
+			pthread_mutex_unlock(&cctx_lock);
+			atomic_fetch_add(&stats.requests_refused_stuck, 1);
+			log_warnx("client pid %d uid %u: %s refused: %s",
+			    (int)x->pid, (unsigned)x->uid, what, why);
+			j->error = error;
+			snprintf(j->why, sizeof(j->why), "%s", why);
+			done(j);
+			return (-1);
+		}
+		/*
+		 * A release (a close, a teardown): it must happen, and never
+		 * here; it waits, queued, for a thread (cctx_check_cb).
+		 */
+		if (!x->waiting)
+			log_warnx("client pid %d uid %u: %s waits for a thread "
+			    "of its context: %s", (int)x->pid,
+			    (unsigned)x->uid, what, why);
+		x->waiting = 1;
 	}
 	TAILQ_INSERT_TAIL(&x->queue, j, entry);
 	x->pending++;
 	pthread_cond_signal(&x->cond);
 	pthread_mutex_unlock(&cctx_lock);
 	return (1);
+}
+
+/*
+ * Run job j (the caller's until done is called): work on x's thread after
+ * what x already has queued, then done on the main thread.  1 if queued
+ * (where no thread may start now, under a limit or as pthread_create
+ * fails, it waits for one: never on the loop); 0 if it ran at once (no
+ * contexts at all: the fuzzer, the unit tests).
+ */
+int
+cctx_submit(struct cctx *x, struct cctx_job *j, void (*work)(struct cctx_job *),
+    void (*done)(struct cctx_job *), void *arg, const char *what)
+{
+	return (cctx_queue(x, j, work, done, arg, what, 0));
+}
+
+/*
+ * The same for a client's request: where no thread may start for x (a
+ * limit, or pthread_create fails), j is refused: done is called at once
+ * with cctx_job_error(j) set and cctx_job_why(j) naming the limit, work
+ * never runs, and -1 is returned.
+ */
+int
+cctx_submit_request(struct cctx *x, struct cctx_job *j,
+    void (*work)(struct cctx_job *), void (*done)(struct cctx_job *),
+    void *arg, const char *what)
+{
+	return (cctx_queue(x, j, work, done, arg, what, 1));
 }
 
 /* Ask a job to stop between slices; its done callback still comes. */
@@ -418,6 +588,20 @@ int
 cctx_cancelled(const struct cctx_job *j)
 {
 	return (atomic_load(&j->cancel));
+}
+
+/* Was j refused before it ran (a limit, no thread)?  0 or -errno. */
+int
+cctx_job_error(const struct cctx_job *j)
+{
+	return (j->error);
+}
+
+/* Why j was refused, naming the limit (for the client's reply). */
+const char *
+cctx_job_why(const struct cctx_job *j)
+{
+	return (j->why);
 }
 
 /* Is a job of x running or queued? */
@@ -444,6 +628,38 @@ cctx_pending(const struct cctx *x)
 	n = x->pending;
 	pthread_mutex_unlock(&cctx_lock);
 	return (n);
+}
+
+/*
+ * May process pid of uid connect?  No (-EBUSY, why names the limit) while
+ * uid is at [limits] stuck_contexts (cctx_uid_refused), or at [limits]
+ * contexts and pid has no context at work already: a new process would
+ * bring its passed fds to a context that may have no thread.
+ */
+int
+cctx_may_connect(pid_t pid, uid_t uid, char *why, size_t whylen)
+{
+	struct cctx	*x;
+	int		 n = 0, own = 0, error;
+
+	if ((error = cctx_uid_refused(uid, why, whylen)) != 0)
+		return (error);
+	if (cctx_uid_max <= 0)
+		return (0);
+	pthread_mutex_lock(&cctx_lock);
+	TAILQ_FOREACH(x, &cctx_all, entry)
+		if (x->uid == uid && cctx_counts(x)) {
+			n++;
+			if (x->pid == pid)
+				own = 1;
+		}
+	pthread_mutex_unlock(&cctx_lock);
+	if (own || n < cctx_uid_max)
+		return (0);
+	snprintf(why, whylen, "uid %u has %d client contexts at work, the "
+	    "most it may ([limits] contexts in hpzerod.conf): refused until "
+	    "one is done", (unsigned)uid, n);
+	return (-EBUSY);
 }
 
 /*

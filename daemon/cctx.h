@@ -35,11 +35,15 @@ struct cctx_job {
 	const char		*what;		/* for the stuck report */
 	struct cctx		*ctx;
 	atomic_int		 cancel;
+	int			 error;		/* refused: it never ran */
+	char			 why[160];	/* the refusal, for the client */
 };
 
 int		 cctx_start(void);
 void		 cctx_stop(void);
-void		 cctx_limits(int stuck_max);
+void		 cctx_limits(int stuck_max, int uid_max, int threads_max);
+int		 cctx_threads_limit(void);
+int		 cctx_threads_derived(void);
 struct cctx	*cctx_get(pid_t pid, uid_t uid);
 void		 cctx_hold(struct cctx *);
 void		 cctx_put(struct cctx *);
@@ -47,18 +51,26 @@ pid_t		 cctx_pid(const struct cctx *);
 int		 cctx_submit(struct cctx *, struct cctx_job *,
 		    void (*)(struct cctx_job *), void (*)(struct cctx_job *),
 		    void *, const char *);
+int		 cctx_submit_request(struct cctx *, struct cctx_job *,
+		    void (*)(struct cctx_job *), void (*)(struct cctx_job *),
+		    void *, const char *);
 void		 cctx_cancel(struct cctx_job *);
 int		 cctx_cancelled(const struct cctx_job *);
+int		 cctx_job_error(const struct cctx_job *);
+const char	*cctx_job_why(const struct cctx_job *);
 int		 cctx_busy(const struct cctx *);
 int		 cctx_pending(const struct cctx *);
 int		 cctx_uid_refused(uid_t, char *, size_t);
+int		 cctx_may_connect(pid_t, uid_t, char *, size_t);
 
 /* What hpzctl status shows (main thread). */
 struct cctx_report {
 	uint64_t	contexts;	/* with a thread now */
+	uint64_t	busy;		/* with work (or a thread) now */
 	uint64_t	stuck;		/* of them, stuck */
 	uint64_t	longest_ms;	/* the longest stuck job so far */
 	int32_t		longest_pid;
+	uid_t		longest_uid;
 	char		longest_what[64];
 };
 void		 cctx_report(struct cctx_report *);

@@ -160,12 +160,12 @@ control_close_done(struct cctx_job *j)
  * has none or there is no memory for the job.
  */
 static void
-control_close_on(struct client *c, int fd, int conn, const char *what)
+control_close_ctx(struct cctx *x, uint64_t cid, int fd, int conn,
+    const char *what)
 {
 	struct control_close	*k;
 
-	if (c == NULL || c->ctx == NULL ||
-	    (k = calloc(1, sizeof(*k))) == NULL) {
+	if (x == NULL || (k = calloc(1, sizeof(*k))) == NULL) {
 		if (conn)
 			reap_close_conn(fd);
 		else
@@ -173,12 +173,26 @@ control_close_on(struct client *c, int fd, int conn, const char *what)
 		return;
 	}
 	k->fd = fd;
-	k->cid = c->id;
+	k->cid = cid;
 	k->conn = conn;
-	cctx_hold(c->ctx);
+	cctx_hold(x);
 	reap_away_add(1);
-	(void)cctx_submit(c->ctx, &k->job, control_close_work,
+	(void)cctx_submit(x, &k->job, control_close_work,
 	    control_close_done, k, what);
+}
+
+static void
+control_close_on(struct client *c, int fd, int conn, const char *what)
+{
+	control_close_ctx(c != NULL ? c->ctx : NULL, c != NULL ? c->id : 0,
+	    fd, conn, what);
+}
+
+/* Close fd, passed by a client of context x, on x (main thread). */
+void
+control_close_on_ctx(struct cctx *x, int fd, const char *what)
+{
+	control_close_ctx(x, 0, fd, 0, what);
 }
 
 void

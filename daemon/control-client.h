@@ -30,6 +30,8 @@ void		 control_resume(struct client *);
 struct client	*control_find(uint64_t);
 struct client	*control_connected(uint64_t);
 void		 control_close_fd(int);
+struct cctx;
+void		 control_close_on_ctx(struct cctx *, int, const char *);
 void		 control_drop(struct client *, const char *);
 void		 control_orphan_check(struct client *);
 

@@ -38,7 +38,8 @@ control_limits(const struct conf *c)
 	control_uid_bytes = c->uid_bytes;
 	control_uid_state_bytes = c->uid_state_bytes;
 	region_limits(c->region_pages);
-	cctx_limits(c->uid_stuck_contexts);
+	cctx_limits(c->uid_stuck_contexts, c->uid_contexts,
+	    c->ctx_threads > 0 ? c->ctx_threads : cctx_threads_derived());
 }
 
 /*

@@ -303,7 +303,7 @@ control_accept_cb(int lfd, short events, void *arg)
 	struct ucred	 cred;
 	socklen_t	 len = sizeof(cred);
 	char		 why[HPZ_REPLY_TEXT];
-	int		 fd;
+	int		 fd, error;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd == -1) {
@@ -341,6 +341,17 @@ control_accept_cb(int lfd, short events, void *arg)
 		control_accept_refuse(fd, -EDQUOT, why);
 		return;
 	}
+	/*
+	 * A uid whose client contexts are stuck, or all at work: a new
+	 * process would bring its passed fds to a context with no thread.
+	 */
+	if ((error = cctx_may_connect(cred.pid, cred.uid, why,
+	    sizeof(why))) != 0) {
+		log_warnx("pid %d uid %u: refused: %s", (int)cred.pid,
+		    (unsigned)cred.uid, why);
+		control_accept_refuse(fd, error, why);
+		return;
+	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warn("calloc");
 		reap_close_conn(fd);
@@ -355,8 +366,8 @@ control_accept_cb(int lfd, short events, void *arg)
 	c->budget = bucket_new(scrub_budget_gbs(1));
 	c->ctx = cctx_get(c->pid, c->uid);
 	TAILQ_INIT(&c->regions);
-	c->ev = event_new(hpzd_base, fd, EV_READ | EV_PERSIST, control_read_cb,
-	    c);
+	c->ev = c->ctx == NULL ? NULL : event_new(hpzd_base, fd,
+	    EV_READ | EV_PERSIST, control_read_cb, c);
 	if (c->ev == NULL || event_add(c->ev, NULL) == -1) {
 		log_warnx("cannot watch client socket");
 		if (c->ev != NULL)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <linux/magic.h>
 
 #include "hpz.h"
@@ -28,8 +29,6 @@
 #include "scrub.h"
 #include "stats.h"
 #include "status.h"
-
-static int	control_probe(struct client *, struct hpz_msg *);
 
 /* Send a reply; a client that cannot take it is dropped by the caller. */
 static int
@@ -210,77 +209,26 @@ control_await(struct client *c, struct region *r, uint32_t seq,
 	return (c->broken ? -1 : 0);
 }
 
-static int
-control_register(struct client *c, struct hpz_msg *m)
-{
-	struct region	*r;
-	char		 why[HPZ_REPLY_TEXT];
-	uint64_t	 npages;
-	int		 error;
-
-	/*
-	 * A client back after our restart brings the state memfd of a region
-	 * we already took back from the fd store: hand it that region.  It is
-	 * counted against the limits already, with the orphan that held it.
-	 */
-	if ((r = region_find_state(m->fds[2])) != NULL) {
-		if (r->pid != c->pid || r->client->uid != c->uid ||
-		    region_addr(r) != m->u.reg.addr ||
-		    r->len != m->u.reg.len || r->reply.waiter != NULL) {
-			proto_close_fds(m);
-			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
-			    "register", "that page state belongs to another "
-			    "region"));
-		}
-		proto_close_fds(m);
-		/*
-		 * A reset in flight answers the connection that sent it, which
-		 * may be gone by the time it completes: the region moves only
-		 * once its resets are answered.  (The arm of a region taken
-		 * back with garbage, before it serves, answers whoever waits
-		 * then: r->reply.waiter, set by control_await.)
-		 */
-		if (r->client != c && (!TAILQ_EMPTY(&r->resets) ||
-		    (r->arming && r->started)))
-			return (control_refuse(c, m->u.hdr.seq, -EBUSY,
-			    "register", "that region has a reset in progress "
-			    "on another connection: register again once it "
-			    "is answered"));
-		if (r->client != c) {
-			struct client	*from = r->client;
-
-			region_move(r, c);
-			control_orphan_check(from);
-		}
-		return (control_await(c, r, m->u.hdr.seq,
-		    CONTROL_REGISTERED_AGAIN));
-	}
-
-	npages = m->u.reg.len / m->u.reg.page_size;
-	if ((error = region_check_pages(npages, m->u.reg.page_size, why,
-	    sizeof(why))) != 0 || (error = control_check_quota(c,
-	    m->u.reg.len, npages, why, sizeof(why))) != 0 ||
-	    (error = cctx_uid_refused(c->uid, why, sizeof(why))) != 0) {
-		proto_close_fds(m);
-		return (control_refuse(c, m->u.hdr.seq, error, "register",
-		    why));
-	}
-	return (control_probe(c, m));
-}
-
 /*
  * A register's checks and set-up, on the client's context: every call on
  * what it passed (its files, its memfd, its /proc maps) may wait on a
- * lock the client holds.  The client is not read meanwhile, so its
- * replies stay in order; the loop serves everyone else.
+ * lock the client holds, even the fstat that tells whether its page state
+ * is a region we hold already (a FUSE file's getattr waits on its
+ * server).  Two jobs: that fstat, then (a new region) region_probe.  The
+ * client is not read meanwhile, so its replies stay in order; the loop
+ * serves everyone else.
  */
 struct control_probe {
 	struct cctx_job			 job;
 	uint64_t			 cid;
 	uint32_t			 seq;
 	pid_t				 pid;
+	uid_t				 uid;
+	int				 phase;	/* 0: fstat, 1: probe */
 	struct hpz_msg_register		 m;
 	int				 fds[3];
+	dev_t				 sdev;
+	ino_t				 sino;
 	struct region			*r;
 	int				 error;
 	char				 why[HPZ_REPLY_TEXT];
@@ -290,13 +238,113 @@ static void
 control_probe_work(struct cctx_job *j)
 {
 	struct control_probe	*p = j->arg;
+	struct stat		 st;
 	int			 i;
 
+	if (p->phase == 0) {
+		/* Which state memfd is it?  Nothing else is decided here. */
+		if (fstat(p->fds[2], &st) == 0) {
+			p->sdev = st.st_dev;
+			p->sino = st.st_ino;
+		} else
+			p->sdev = p->sino = 0;
+		return;
+	}
 	p->error = region_probe(p->pid, &p->m, p->fds[0], p->fds[1],
 	    p->fds[2], &p->r, p->why, sizeof(p->why));
 	if (p->error != 0)
 		for (i = 0; i < 3; i++)
 			reap_close_here(p->fds[i]);	/* here: it may block */
+}
+
+static void	control_probe_done(struct cctx_job *);
+
+/* Queue p's next phase on x (a refusal comes to control_probe_done). */
+static void
+control_probe_submit(struct cctx *x, struct control_probe *p)
+{
+	(void)cctx_submit_request(x, &p->job, control_probe_work,
+	    control_probe_done, p, p->phase == 0 ? "a register's fstat of "
+	    "its page state fd" : "a register's checks (fstat, its /proc "
+	    "maps, lseek SEEK_DATA on its page state)");
+}
+
+/* Close what p still holds on x (main thread): each on the context. */
+static void
+control_probe_close(struct cctx *x, struct control_probe *p)
+{
+	int	i;
+
+	for (i = 0; i < 3; i++)
+		if (p->fds[i] >= 0) {
+			control_close_on_ctx(x, p->fds[i], "close of a "
+			    "descriptor it passed");
+			p->fds[i] = -1;
+		}
+}
+
+/*
+ * The fstat is back (main thread): a client back after our restart brings
+ * the state memfd of a region we already took back from the fd store, and
+ * is handed that region (counted against the limits already, with the
+ * orphan that held it); else the checks of a new region, then its probe.
+ * 1: the probe is queued (p is the job's); 0: answered here, read the
+ * client again; 2: the answer comes later and resumes it; -1: drop it.
+ */
+static int
+control_probe_found(struct client *c, struct cctx *x, struct control_probe *p)
+{
+	struct region	*r;
+	char		 why[HPZ_REPLY_TEXT];
+	uint64_t	 npages;
+	int		 error, started;
+
+	if ((p->sdev != 0 || p->sino != 0) &&
+	    (r = region_find_state_id(p->sdev, p->sino)) != NULL) {
+		control_probe_close(x, p);
+		if (r->pid != c->pid || r->client->uid != c->uid ||
+		    region_addr(r) != p->m.addr ||
+		    r->len != p->m.len || r->reply.waiter != NULL)
+			return (control_refuse(c, p->seq, -EBUSY,
+			    "register", "that page state belongs to another "
+			    "region") == -1 ? -1 : 0);
+		/*
+		 * A reset in flight answers the connection that sent it, which
+		 * may be gone by the time it completes: the region moves only
+		 * once its resets are answered.  (The arm of a region taken
+		 * back with garbage, before it serves, answers whoever waits
+		 * then: r->reply.waiter, set by control_await.)
+		 */
+		if (r->client != c && (!TAILQ_EMPTY(&r->resets) ||
+		    (r->arming && r->started)))
+			return (control_refuse(c, p->seq, -EBUSY,
+			    "register", "that region has a reset in progress "
+			    "on another connection: register again once it "
+			    "is answered") == -1 ? -1 : 0);
+		if (r->client != c) {
+			struct client	*from = r->client;
+
+			region_move(r, c);
+			control_orphan_check(from);
+		}
+		/* Answered now (0: read it again) or once it is ready (2). */
+		started = r->started;
+		if (control_await(c, r, p->seq, CONTROL_REGISTERED_AGAIN) == -1)
+			return (-1);
+		return (started ? 0 : 2);
+	}
+	npages = p->m.len / p->m.page_size;
+	if ((error = region_check_pages(npages, p->m.page_size, why,
+	    sizeof(why))) != 0 || (error = control_check_quota(c,
+	    p->m.len, npages, why, sizeof(why))) != 0 ||
+	    (error = cctx_uid_refused(c->uid, why, sizeof(why))) != 0) {
+		control_probe_close(x, p);
+		return (control_refuse(c, p->seq, error, "register", why) ==
+		    -1 ? -1 : 0);
+	}
+	p->phase = 1;
+	control_probe_submit(x, p);
+	return (1);
 }
 
 static void
@@ -305,8 +353,41 @@ control_probe_done(struct cctx_job *j)
 	struct control_probe	*p = j->arg;
 	struct client		*c = control_find(p->cid);
 	struct cctx		*x = j->ctx;
-	int			 error = p->error;
+	int			 error = p->error, rc;
 
+	if (cctx_job_error(j) != 0) {
+		/* Refused before it ran (a limit, no thread): say why. */
+		if (p->phase == 1)
+			p->error = error = cctx_job_error(j);
+		snprintf(p->why, sizeof(p->why), "%s", cctx_job_why(j));
+		control_probe_close(x, p);
+		if (c == NULL || c->broken) {
+			if (c != NULL)
+				control_resume(c);
+			goto out;
+		}
+		if (control_refuse(c, p->seq, cctx_job_error(j), "register",
+		    p->why) == -1)
+			c->broken = 1;
+		control_resume(c);
+		goto out;
+	}
+	if (p->phase == 0) {
+		if (c == NULL || c->broken) {
+			control_probe_close(x, p);
+			if (c != NULL)
+				control_resume(c);	/* its read drops it */
+			goto out;
+		}
+		rc = control_probe_found(c, x, p);
+		if (rc == 1)
+			return;		/* the probe's now: x is held */
+		if (rc == -1)
+			c->broken = 1;
+		if (rc != 2)
+			control_resume(c);
+		goto out;
+	}
 	if (c == NULL || c->broken) {
 		if (error == 0)
 			region_discard(x, p->r);
@@ -335,8 +416,12 @@ out:
 	free(p);
 }
 
+/*
+ * A register: nothing of what it passed is touched here (the loop); the
+ * client is paused until its answer, made after its context's jobs.
+ */
 static int
-control_probe(struct client *c, struct hpz_msg *m)
+control_register(struct client *c, struct hpz_msg *m)
 {
 	struct control_probe	*p;
 
@@ -348,15 +433,14 @@ control_probe(struct client *c, struct hpz_msg *m)
 	p->cid = c->id;
 	p->seq = m->u.hdr.seq;
 	p->pid = c->pid;
+	p->uid = c->uid;
 	p->m = m->u.reg;
 	memcpy(p->fds, m->fds, sizeof(p->fds));
 	m->nfds = 0;	/* the job's now */
 	if (c->ctx != NULL)
 		cctx_hold(c->ctx);
 	control_pause(c);
-	(void)cctx_submit(c->ctx, &p->job, control_probe_work,
-	    control_probe_done, p, "a register's checks (fstat, its /proc "
-	    "maps, lseek SEEK_DATA on its page state)");
+	control_probe_submit(c->ctx, p);
 	return (c->broken ? -1 : 0);
 }
 
@@ -561,7 +645,7 @@ control_status(struct client *c, struct hpz_msg *m)
 	struct hpz_msg_status_reply	s;
 
 	proto_init(&s, HPZ_MSG_STATUS_REPLY, sizeof(s), m->u.hdr.seq);
-	status_fill(&s, control_nclients());
+	status_fill(&s, control_nclients(), c->uid);
 	control_fill_limits(&s, c->uid);
 	if (proto_send(c->fd, &s, sizeof(s), NULL, 0) != sizeof(s))
 		return (-1);

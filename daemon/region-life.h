@@ -19,7 +19,7 @@ int		 region_create(struct client *, const struct hpz_msg_register *,
 		    int uffd, int fd, int sfd, struct region **, char *why,
 		    size_t whylen);
 int		 region_start(struct region *);
-struct region	*region_find_state(int sfd);
+struct region	*region_find_state_id(dev_t, ino_t);
 void		 region_set_id(struct region *, uint64_t id);
 void		 region_reserve_ids(uint64_t max);
 void		 region_move(struct region *, struct client *);

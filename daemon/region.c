@@ -392,17 +392,17 @@ region_start(struct region *r)
 	return (0);
 }
 
-/* The region whose page state lives in the memfd sfd, or NULL. */
+/*
+ * The region whose page state lives in the file of device dev, inode ino
+ * (the fstat of what a client passed is made on its context), or NULL.
+ */
 struct region *
-region_find_state(int sfd)
+region_find_state_id(dev_t dev, ino_t ino)
 {
 	struct region	*r;
-	struct stat	 st;
 
-	if (fstat(sfd, &st) == -1)
-		return (NULL);
 	TAILQ_FOREACH(r, &region_all, all)
-		if (r->sdev == st.st_dev && r->sino == st.st_ino)
+		if (r->sdev == dev && r->sino == ino)
 			return (r);
 	return (NULL);
 }

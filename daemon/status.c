@@ -45,10 +45,11 @@ status_sums(uint64_t *n, uint64_t *bytes, uint64_t *pending)
 
 /*
  * Fill a status reply (main thread: it walks the region list); nclients
- * is the control plane's count.
+ * is the control plane's count, asker the uid that asks (pids of others' stuck
+ * contexts are not shown to it).
  */
 void
-status_fill(struct hpz_msg_status_reply *s, size_t nclients)
+status_fill(struct hpz_msg_status_reply *s, size_t nclients, uid_t asker)
 {
 	struct region	*r;
 	struct cost	 c;
@@ -97,7 +98,9 @@ status_fill(struct hpz_msg_status_reply *s, size_t nclients)
 	s->contexts = cr.contexts;
 	s->contexts_stuck = cr.stuck;
 	s->context_stuck_ms = cr.longest_ms;
-	s->context_stuck_pid = (uint64_t)(int64_t)cr.longest_pid;
+	/* Another user's pid is not the asker's to know: root sees all. */
+	s->context_stuck_pid = asker == 0 || asker == cr.longest_uid ?
+	    (uint64_t)(int64_t)cr.longest_pid : 0;
 	snprintf(s->context_stuck_what, sizeof(s->context_stuck_what), "%s",
 	    cr.longest_what);
 }

@@ -11,7 +11,8 @@
 
 #include "hpz-protocol.h"
 
-void		 status_fill(struct hpz_msg_status_reply *, size_t nclients);
+void		 status_fill(struct hpz_msg_status_reply *, size_t nclients,
+		    uid_t asker);
 void		 status_regions(struct hpz_msg_regions_reply *,
 		    uint64_t after_id, uid_t uid);
 void		 status_summary(char *buf, size_t len, size_t nclients);

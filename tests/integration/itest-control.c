@@ -1439,6 +1439,319 @@ Test(control, fuse_stray_fds_whose_close_never_returns, .timeout = 180)
 	ctl_closed_all(name);
 }
 
+/* ---- a register whose page state fd's fstat never returns -------------- */
+
+/*
+ * A register whose third fd (the page state) is a file on a FUSE mount
+ * that answers nothing once the file is open (mute-after-open, mounted
+ * allow_other): its fstat, once the attributes the open brought expire
+ * (1 s), waits for ever.  On 32aedb7 the daemon made that fstat on its
+ * event loop (region_find_state) and every client stalled.
+ */
+static void
+ctl_attack_fuse_state(int wfd)
+{
+	struct hpz_msg_register	reg;
+	struct ctl_shm		shm;
+	int			sock, fds[3], fd;
+
+	if ((fd = open(ctl_fu.file, O_RDWR | O_CLOEXEC)) == -1)
+		_exit(30);
+	ctl_shm_make(&shm, 16 * 4096);
+	usleep(1500 * 1000);	/* the open's attributes expire */
+	sock = itest_raw_connect();
+	fds[0] = shm.uffd;
+	fds[1] = shm.fd;
+	fds[2] = fd;
+	ctl_reg_msg(&reg, &shm, 1);
+	if (proto_send(sock, &reg, sizeof(reg), fds, 3) !=
+	    (ssize_t)sizeof(reg))
+		_exit(31);
+	(void)write(wfd, "r", 1);
+	pause();	/* our own close of fd would hang: we die instead */
+}
+
+Test(control, register_with_a_state_fd_whose_fstat_never_returns,
+    .timeout = 180)
+{
+	const char		*name = "state fd on a mute FUSE mount";
+	struct ctl_figures	 fg;
+	pid_t			 attacker, honest, daemon = itest_daemon_pid();
+	int			 arfd, hrfd, held = -1, i, wait;
+
+	ctl_fuse_start(&ctl_fu, "mute-after-open");
+	ctl_daemon_same();
+	attacker = ctl_attacker_start(ctl_attack_fuse_state, &arfd);
+	usleep(200 * 1000);	/* its register reaches the daemon */
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	ctl_daemon_same();
+	/* The server goes: the fstat fails, the fds are closed. */
+	ctl_fuse_stop(&ctl_fu);
+	wait = 30 * 10 * itest_wait_scale();
+	for (i = 0; i < wait &&
+	    (held = ctl_fds_on_mount(daemon, ctl_fu.mnt_id)) > 0; i++)
+		usleep(100 * 1000);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_daemon_same();
+	cr_assert_eq(held, 0, "%s: the daemon still holds %d fds on the "
+	    "mount %d s after its server went", name, held, wait / 10);
+	ctl_closed_all(name);
+}
+
+/* ---- many short-lived processes, each a stuck close ---------------------- */
+
+#define CTL_SHORT_PROCS	150	/* processes, each one STATUS with a FUSE fd */
+
+/* The threads process pid runs now (/proc/PID/status). */
+static int
+ctl_threads(pid_t pid)
+{
+	char	path[64], line[128];
+	FILE	*f;
+	int	n = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return (-1);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return (n);
+}
+
+/*
+ * CTL_SHORT_PROCS processes of uid 65534, one after the other, each with a
+ * connection of its own and one STATUS carrying an fd of the FUSE file
+ * whose FLUSH is never answered, gone as soon as it has its answer (or
+ * its refusal).  Each leaves a context whose close never returns.
+ */
+static void
+ctl_attack_short_lived(int wfd)
+{
+	struct hpz_msg_header	h;
+	struct hpz_msg		m;
+	struct ctl_verdict	v;
+	int			fd, sock, i, status, refused = 0, p[2];
+	pid_t			pid;
+	char			c;
+
+	if ((fd = open(ctl_fu.file, O_RDONLY | O_CLOEXEC)) == -1)
+		_exit(30);
+	if (setgid(65534) != 0 || setuid(65534) != 0)
+		_exit(31);
+	if (pipe(p) != 0)
+		_exit(33);
+	(void)write(wfd, "r", 1);
+	for (i = 0; i < CTL_SHORT_PROCS; i++) {
+		if ((pid = fork()) == -1)
+			_exit(32);
+		if (pid == 0) {
+			/*
+			 * Its connection goes, the process stays: its own
+			 * close of fd (at exit too) would send FLUSH and wait
+			 * for ever.  It dies with the attacker, once the
+			 * server is gone.
+			 */
+			struct sockaddr_un	sun;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+			c = '?';
+			itest_sun(&sun, getenv("HPZ_SOCKET"));
+			sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+			if (sock >= 0 && connect(sock, (struct sockaddr *)&sun,
+			    sizeof(sun)) == 0) {
+				proto_init(&h, HPZ_MSG_STATUS, sizeof(h), 1);
+				(void)proto_send(sock, &h, sizeof(h), &fd, 1);
+				if (ctl_attacker_reply(sock, &m) == 0)
+					c = m.u.hdr.type == HPZ_MSG_REPLY ?
+					    'n' : 'y';
+			}
+			if (sock >= 0)
+				close(sock);
+			(void)write(p[1], &c, 1);
+			pause();
+			_exit(1);
+		}
+		if (read(p[0], &c, 1) == 1 && c == 'n')
+			refused++;
+	}
+	(void)status;
+	memset(&v, 0, sizeof(v));
+	v.replies = refused;
+	snprintf(v.text, sizeof(v.text), "%d processes, %d refused",
+	    CTL_SHORT_PROCS, refused);
+	(void)write(wfd, &v, sizeof(v));
+	pause();	/* our own close of fd would hang: we die instead */
+}
+
+/*
+ * On 32aedb7 every such process left a daemon thread stuck for good (a
+ * context keyed by its pid, the close of its fd queued on it, counted by
+ * no limit).  Now a uid's contexts at work are bounded ([limits]
+ * contexts, 32 by default) and so are the daemon's threads; the honest
+ * client (root) is served all along.
+ */
+Test(control, short_lived_processes_leave_no_unbounded_threads,
+    .timeout = 180)
+{
+	const char		*name = "short-lived processes, a stuck close each";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	struct ctl_sockmode	 so;
+	pid_t			 attacker, honest, daemon = itest_daemon_pid();
+	int			 arfd, hrfd, got, before, after, held, i, wait;
+
+	ctl_fuse_start(&ctl_fu, "noflush");
+	ctl_daemon_same();
+	before = ctl_threads(daemon);
+	ctl_socket_for_all(&so);
+	attacker = ctl_attacker_start(ctl_attack_short_lived, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, &v, 60000);
+	after = ctl_threads(daemon);
+	printf("%s: the attacker: %s; daemon threads %d before, %d after\n",
+	    name, got ? v.text : "no word", before, after);
+	fflush(stdout);
+	ctl_fuse_stop(&ctl_fu);
+	wait = 30 * 10 * itest_wait_scale();
+	for (i = 0; i < wait &&
+	    (held = ctl_fds_on_mount(daemon, ctl_fu.mnt_id)) > 0; i++)
+		usleep(100 * 1000);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_socket_restore(&so);
+	ctl_daemon_same();
+	cr_expect(got, "%s: the attacker did not finish", name);
+	cr_assert_leq(after, before + 32 + 2, "%s: the daemon runs %d threads, "
+	    "%d before the attack: its contexts are not bounded", name, after,
+	    before);
+	cr_assert_eq(held, 0, "%s: the daemon still holds %d fds on the "
+	    "mount %d s after its server went", name, held, wait / 10);
+}
+
+/*
+ * Status shows the pid of another user's stuck context to root and that
+ * user only: a uid that can connect learns nothing of other tenants'
+ * processes (issue 31 item 7).
+ */
+#if HPZ_PROTOCOL_VERSION >= 7
+Test(control, status_hides_other_users_stuck_pids, .timeout = 180)
+{
+	struct hpz_status	 st;
+	struct ctl_verdict	 v;
+	struct ctl_sockmode	 so;
+	pid_t			 attacker, pid;
+	int			 arfd, i, status, p[2];
+	long long		 seen = -1;
+
+	ctl_fuse_start(&ctl_fu, "noflush");
+	ctl_socket_for_all(&so);
+	attacker = ctl_attacker_start(ctl_attack_short_lived, &arfd);
+	for (i = 0; i < 100; i++) {
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		if (st.contexts_stuck >= 1)
+			break;
+		usleep(100 * 1000);
+	}
+	cr_assert_geq(st.contexts_stuck, 1, "no stuck context in 10 s");
+	cr_expect_neq(st.context_stuck_pid, 0, "root does not see the pid");
+	cr_assert_eq(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		struct hpz_status	o;
+
+		close(p[0]);
+		if (setgid(65533) != 0 || setuid(65533) != 0)
+			_exit(1);
+		if (hpz_status(&o) != 0)
+			_exit(2);
+		(void)write(p[1], &o.context_stuck_pid, sizeof(long long));
+		_exit(0);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &seen, sizeof(seen)), (ssize_t)sizeof(seen));
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	(void)ctl_attacker_verdict(arfd, &v, 60000);
+	ctl_fuse_stop(&ctl_fu);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_socket_restore(&so);
+	cr_assert_eq(seen, 0, "uid 65533 sees pid %lld of uid 65534's stuck "
+	    "context", seen);
+}
+#endif
+
+/*
+ * The daemon cannot make a thread at all (its own pids cgroup, pids.max
+ * at what it runs): a register, whose checks must run on a thread of
+ * its client's context, is refused with a reason, never run on the loop
+ * (on 32aedb7: "cannot start its context ... runs on the event loop"),
+ * and status is answered all along.
+ */
+Test(control, no_thread_for_a_context_refuses_never_runs_on_the_loop,
+    .timeout = 120)
+{
+	struct ctl_daemon	 d;
+	struct hpz_status	 st;
+	struct hpz_region	 r;
+	char			 cg[128], path[192], buf[64], line[512];
+	char			 why[256];
+	FILE			*f;
+	int			 fd, error, n, onloop = 0;
+
+	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/pids/hpz-itest.%d",
+	    (int)getpid());
+	if (access("/sys/fs/cgroup/pids", F_OK) != 0 || mkdir(cg, 0755) != 0) {
+		snprintf(cg, sizeof(cg), "/sys/fs/cgroup/hpz-itest.%d",
+		    (int)getpid());
+		if (mkdir(cg, 0755) != 0)
+			cr_skip_test("no pids cgroup to make here");
+	}
+	ctl_daemon_own(&d, "");
+	cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	cr_assert_geq(fd = open(path, O_WRONLY), 0, "%s", path);
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)d.pid);
+	cr_assert_eq(write(fd, buf, (size_t)n), n, "move the daemon: %s",
+	    strerror(errno));
+	close(fd);
+	snprintf(path, sizeof(path), "%s/pids.max", cg);
+	cr_assert_geq(fd = open(path, O_WRONLY), 0, "%s", path);
+	n = snprintf(buf, sizeof(buf), "%d\n", ctl_threads(d.pid));
+	cr_assert_eq(write(fd, buf, (size_t)n), n);
+	close(fd);
+
+	cr_assert_eq(hpz_region_create(&r, 16 * 4096, HPZ_PAGE_SHMEM), 0);
+	error = hpz_register(&r);
+	snprintf(why, sizeof(why), "%s", hpz_last_error());
+	printf("no thread: register: %d (%s)\n", error, why);
+	fflush(stdout);
+	cr_assert_eq(hpz_status(&st), 0, "status: %s", hpz_last_error());
+	if ((f = fopen(d.log, "r")) != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strstr(line, "runs on the event loop") != NULL)
+				onloop++;
+		fclose(f);
+	}
+	hpz_region_destroy(&r);
+	/* Threads again, then the daemon goes. */
+	fd = open(path, O_WRONLY);
+	if (fd >= 0) {
+		(void)write(fd, "max\n", 4);
+		close(fd);
+	}
+	ctl_daemon_own_end(&d);
+	(void)rmdir(cg);
+	cr_expect_eq(onloop, 0, "the daemon ran %d jobs of a client on its "
+	    "event loop", onloop);
+	cr_assert_neq(error, 0, "the register went through with no thread "
+	    "for its context: its checks ran on the event loop");
+	cr_assert_not_null(strstr(why, "thread"), "the refusal does not say "
+	    "why: %s", why);
+}
+
 /* ---- a client holding its own mmap_lock over its resets ------------------ */
 
 /*

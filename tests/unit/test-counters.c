@@ -195,7 +195,7 @@ Test(counters, stats_fill_copies_each)
 	atomic_store(&stats.name, v++);
 	HPZ_COUNTERS_ALL(COUNTERS_SET, STATS_NONE)
 	memset(&s, 0, sizeof(s));
-	status_fill(&s, 0);
+	status_fill(&s, 0, 0);
 	v = 1000;
 #define COUNTERS_CHECK(name, kind, unit, prom, label, help)		\
 	cr_expect_eq(s.name, v, "%s is %llu, not %llu", #name,		\
