@@ -534,15 +534,6 @@ cost_served_2m(void)
 	return (cost_seen_get(&cost_served, stats_now_ns()));
 }
 
-/* Is a CPU idle now: fewer threads but ours want one than are online? */
-int
-cost_cpu_idle(void)
-{
-	int	demand = cost_demand();
-
-	return (demand >= 0 && demand < topo_online());
-}
-
 /*
  * Threads that want a CPU right now, but ours: runnable tasks from
  * /proc/loadavg (read at most once a millisecond), less our own awake

@@ -41,7 +41,6 @@ int		 cost_keep(const struct cost *, uint64_t page_size, int scrub,
 		    uint64_t observed_ns);
 int		 cost_keep_region(const struct region *, int scrub);
 int		 cost_demand(void);
-int		 cost_cpu_idle(void);
 void		 cost_observe(struct region *, uint64_t ns);
 uint64_t	 cost_served_2m(void);
 long long	 cost_host_avail(uint64_t page_size);

@@ -400,7 +400,6 @@ main(int argc, char **argv)
 	/* Threads exist before we serve: spawning later would stall faults. */
 	if (worker_start(&cfg) != 0)
 		fatalx("cannot start %d workers", nworkers);
-	worker_set_idle_probe(cost_cpu_idle);
 	if (scrub_start(&hpzd_conf) != 0)
 		fatalx("cannot start the background threads");
 	if (pool_start(&hpzd_conf) != 0)

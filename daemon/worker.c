@@ -50,13 +50,6 @@
 #define WORKER_BG_MAX		HPZD_WORKERS_MAX
 #define WORKER_TAKE_BATCH	64
 #define WORKER_WAKE_MAX		16	/* fds one wake reads at most */
-/*
- * Faults come in a stream while one came this recently: an idle worker
- * then spins on past its budget while a CPU is idle (worker_idle_probe),
- * so that the next fault finds it awake to share the clear (clear_split)
- * instead of asleep a cross-CPU wake-up away.
- */
-#define WORKER_STREAM_NS	1000000ULL
 
 /* Who is in an ioctl on a client's mm, since when (0: not), which. */
 struct worker_slot {
@@ -110,9 +103,6 @@ static atomic_int	 worker_nbg;
 static atomic_int	 worker_nslow;
 static int		 worker_all_caught;	/* said so (watchdog) */
 static __thread struct worker_slot *worker_tls;
-/* When a worker last took a fault; is a CPU idle now (set from above)? */
-static atomic_uint_fast64_t worker_fault_at;
-static int		(*worker_idle_probe)(void);
 
 static void	*worker_main(void *);
 /* Workers placed on their CPU so far: worker_start waits for them all. */
@@ -906,31 +896,14 @@ worker_poll_uffds(struct worker *w)
 	return (got);
 }
 
-/* Is a stream of faults on, with a CPU idle for us to spin on? */
-static int
-worker_streaming(uint64_t now)
-{
-	return (worker_idle_probe != NULL && now -
-	    atomic_load(&worker_fault_at) < WORKER_STREAM_NS &&
-	    worker_idle_probe());
-}
-
-/* How an idle worker knows a CPU is idle now (cost.c's demand, above). */
-void
-worker_set_idle_probe(int (*probe)(void))
-{
-	worker_idle_probe = probe;
-}
-
 /*
  * Spin for work a while, polling uffds; the budget doubles when work came
- * while spinning and halves when it did not; a stream of faults beside an
- * idle CPU keeps it spinning.  1 if work is there.
+ * while spinning and halves when it did not.  1 if work is there.
  */
 static int
 worker_spin(struct worker *w)
 {
-	uint64_t	start, max, now;
+	uint64_t	start, max;
 	unsigned int	i;
 
 	max = (uint64_t)worker_config.spin_us * 1000;
@@ -947,8 +920,7 @@ worker_spin(struct worker *w)
 		worker_relax();
 		if ((i & 63) != 0)
 			continue;
-		now = stats_now_ns();
-		if (now - start > w->spin_ns && !worker_streaming(now))
+		if (stats_now_ns() - start > w->spin_ns)
 			break;
 		/*
 		 * A thread of a client's that we just woke on this CPU runs
@@ -1022,8 +994,6 @@ worker_main(void *arg)
 	for (;;) {
 		if ((item = worker_pop(w)) != NULL) {
 			atomic_store(&w->idle, 0);
-			if (item->type == WORK_FAULT)
-				atomic_store(&worker_fault_at, stats_now_ns());
 			item->run(w, item);
 			continue;
 		}

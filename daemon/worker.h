@@ -94,7 +94,6 @@ int		 worker_spinning(const struct worker *self);
 int		 worker_poll_add(int (*read)(void *, struct worker *), void *arg,
 		    int fd, int node);
 void		 worker_poll_remove(void *arg);
-void		 worker_set_idle_probe(int (*)(void));
 int		 worker_id(const struct worker *);
 void		 worker_push_polled(struct worker *, struct work *);
 void		 worker_ioctl_enter(uintptr_t mm, uint64_t region, int pid,
