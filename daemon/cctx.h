@@ -38,7 +38,9 @@ struct cctx_job {
 };
 
 int		 cctx_start(void);
-void		 cctx_stop(void);
+/* cctx_stop waits this long (ms) for the contexts' queued work. */
+#define CCTX_STOP_MS		2000
+void		 cctx_stop(int wait_ms);
 void		 cctx_limits(int stuck_max);
 struct cctx	*cctx_get(pid_t pid, uid_t uid);
 void		 cctx_hold(struct cctx *);

@@ -93,7 +93,7 @@ Test(state, needs_punch_only_garbage)
 	unsigned int	s;
 
 	for (s = 0; s < 256; s++)
-		cr_assert_eq(!!state_needs_punch((uint8_t)s),
+		cr_assert_eq(!!state_needs_clear((uint8_t)s),
 		    (s & PAGE_STATE_MASK) == PAGE_GARBAGE, "state 0x%02x", s);
 }
 
