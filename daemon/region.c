@@ -513,6 +513,30 @@ region_drain(struct region *r)
 }
 
 /*
+ * Punch every garbage page out of the file, as a region flagged
+ * HPZ_RELEASE_HOLES asks: it is handed to a userfaultfd of the client's
+ * that serves missing pages (QEMU's postcopy), which must find holes
+ * where no data is.  A run the file will not punch (sealed
+ * F_SEAL_FUTURE_WRITE, say) stays garbage: the client's own stale bytes
+ * in the client's own file, freed with it when its last fd closes.
+ */
+static void
+region_punch_garbage(struct region *r)
+{
+	uint64_t	dropped, left;
+
+	dropped = state_drop_garbage(r->state, r->npages, r->fd, r->offset,
+	    r->page_size, NULL, NULL, &left);
+	if (left != 0)
+		log_warnx("region %llu: the file refused to punch %llu garbage "
+		    "pages (sealed against writes?): they stay in the file, "
+		    "unwritten, until the client's last fd closes",
+		    (unsigned long long)r->id, (unsigned long long)left);
+	resolve_forget_garbage(&r->rt, dropped);
+	atomic_fetch_add(&stats.pages_punched, dropped);
+}
+
+/*
  * Clear every garbage page in place (keep.c), so no one can map stale
  * bytes and the client keeps every page it had: a punch would free them
  * (and on hugetlbfs their reservation), for anyone to take.  A region we
@@ -538,6 +562,10 @@ region_keep_garbage(struct region *r)
 			memset((void *)r->state, PAGE_GARBAGE, r->npages);
 	} else if (resolve_garbage(&r->rt) == 0)
 		return (0);
+	if (r->flags & HPZ_RELEASE_HOLES) {
+		region_punch_garbage(r);
+		return (0);
+	}
 	t0 = stats_now_ns();
 	cleared = keep_garbage(r->state, r->npages, r->map, r->page_size, r,
 	    &left, &holes);

@@ -113,7 +113,9 @@ lib_keep_run(void *arg, uint64_t first, uint64_t n)
  * them and their reservation to anyone), and whatever the kernel shows
  * there from then on is zeros or the client's data.  Through a mapping of
  * our own whose holes a userfaultfd guards (no hole is filled); without a
- * mapping, the old way: punched, the last resort.
+ * mapping, the old way: punched, the last resort.  A region flagged
+ * HPZ_RELEASE_HOLES (handed to a userfaultfd that serves missing pages)
+ * is punched as asked.
  */
 void
 lib_keep_garbage(struct lib_region *lr)
@@ -124,6 +126,9 @@ lib_keep_garbage(struct lib_region *lr)
 	void			*p;
 	int			guard;
 
+	/* Holes asked for: a userfaultfd of the program's serves them. */
+	if (lr->flags & HPZ_RELEASE_HOLES)
+		goto punch;
 	p = mmap(NULL, lr->len, PROT_READ | PROT_WRITE, MAP_SHARED |
 	    MAP_NORESERVE, lr->fd, (off_t)lr->offset);
 	if (p != MAP_FAILED) {
@@ -141,6 +146,7 @@ lib_keep_garbage(struct lib_region *lr)
 	}
 	lib_warn("region %p: cannot clear its garbage in place: punched "
 	    "from the file", (void *)lr->addr);
+punch:
 	(void)state_drop_garbage(lr->state, lr->npages, lr->fd, lr->offset,
 	    lr->page_size, lib_clear_run, &lc, NULL);
 	if (lc.map != NULL && lc.map != lr->map)
