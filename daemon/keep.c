@@ -32,13 +32,15 @@
 #include "clear.h"
 #include "keep.h"
 #include "log.h"
-#include "plan.h"
 #include "stats.h"
 #include "worker.h"
 
 /* Bytes one run of the walk covers at most: the deadline is checked
    between runs. */
 #define KEEP_RUN_BYTES		(64ULL << 20)
+/* Bytes a worker takes at a time: a fault it is needed for waits at most
+   one such extent (about 0.1 ms). */
+#define KEEP_EXTENT_BYTES	(2ULL << 20)
 
 /* When clearing stops (stats_now_ns); 0: never. */
 static _Atomic uint64_t	 keep_deadline_ns;
@@ -91,9 +93,7 @@ keep_zero(void *arg, uint64_t idx, uint64_t n)
 	int		 error, helped;
 
 	if (k->r != NULL) {
-		ext = len / 8;
-		if (ext < PLAN_EXTENT_MIN)
-			ext = PLAN_EXTENT_MIN;
+		ext = KEEP_EXTENT_BYTES;
 		if (ext > worker_extent_max(&worker_config))
 			ext = worker_extent_max(&worker_config);
 		error = clear_spread(base, len, ext, keep_offer, k, &helped);
