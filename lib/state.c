@@ -226,12 +226,14 @@ state_keep_garbage(_Atomic uint8_t *pages, uint64_t npages, uint64_t run,
  * region at offset), a run at a time, and mark them PAGE_KEEP: they are
  * holes from then on, and whatever the kernel puts there once the range is
  * no longer served is the client's.  On hugetlbfs a punch gives the
- * pages and their reservation back to the host: only the last resort
- * where state_keep_garbage cannot run (no mapping of the file to be had).
- * A run the file will not punch goes to clear(arg, first, n), which writes
+ * pages and their reservation back to the host: only for a region that
+ * asks for holes (HPZ_RELEASE_HOLES), or as the last resort where
+ * state_keep_garbage cannot run (no mapping of the file to be had).  A
+ * run the file will not punch goes to clear(arg, first, n), which writes
  * zeros another way and returns 0; if it cannot (or clear is NULL) the run
- * stays garbage.  Only the holder of the server lock may call this.  Returns how many pages were dropped; *left
- * (if not NULL) says how many stay garbage.
+ * stays garbage.  Only the holder of the server lock may call this.
+ * Returns how many pages were dropped; *left (if not NULL) says how many
+ * stay garbage.
  */
 uint64_t
 state_drop_garbage(_Atomic uint8_t *pages, uint64_t npages, int fd,
