@@ -66,6 +66,9 @@ preload_uffd_hand_over(int uffd, uintptr_t start, uintptr_t end)
 		preload_slot_region(m, &r);
 		pthread_mutex_unlock(&preload_lock);
 
+		/* Holes where garbage is, not zeros: its uffd serves them. */
+		(void)hpz_set_policy(&r, r.flags | HPZ_RELEASE_HOLES,
+		    HPZ_PRIO_DEFAULT);
 		error = hpz_unregister(&r);
 
 		pthread_mutex_lock(&preload_lock);

@@ -37,9 +37,6 @@
 #define CCTX_IDLE_MS		5000
 /* The loop looks for stuck contexts this often (ms). */
 #define CCTX_CHECK_MS		250
-/* cctx_stop waits this long (ms) for the contexts' queued work. */
-#define CCTX_STOP_MS		2000
-
 TAILQ_HEAD(cctx_jobs, cctx_job);
 
 struct cctx {
@@ -342,11 +339,11 @@ cctx_start(void)
 }
 
 /*
- * Let every context finish what is queued, waiting at most CCTX_STOP_MS:
- * a context stuck in the kernel is left behind (the process exits next).
+ * Let every context finish what is queued, waiting at most wait_ms: a
+ * context stuck in the kernel is left behind (the process exits next).
  */
 void
-cctx_stop(void)
+cctx_stop(int wait_ms)
 {
 	struct timespec	ts;
 	int		left;
@@ -362,7 +359,12 @@ cctx_stop(void)
 			pthread_cond_signal(&x->cond);
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += CCTX_STOP_MS / 1000;
+	ts.tv_sec += wait_ms / 1000;
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
 	while (cctx_threads > 0)
 		if (pthread_cond_timedwait(&cctx_gone, &cctx_lock, &ts) ==
 		    ETIMEDOUT)
@@ -371,7 +373,7 @@ cctx_stop(void)
 	pthread_mutex_unlock(&cctx_lock);
 	if (left > 0)
 		log_warnx("client contexts: %d still stuck in the kernel after "
-		    "%d ms: left behind", left, CCTX_STOP_MS);
+		    "%d ms: left behind", left, wait_ms);
 	else
 		cctx_done_cb(-1, 0, NULL);
 	event_free(cctx_ev);

@@ -40,7 +40,9 @@ struct cctx_job {
 };
 
 int		 cctx_start(void);
-void		 cctx_stop(void);
+/* cctx_stop waits this long (ms) for the contexts' queued work. */
+#define CCTX_STOP_MS		2000
+void		 cctx_stop(int wait_ms);
 void		 cctx_limits(int stuck_max, int uid_max, int threads_max);
 int		 cctx_threads_limit(void);
 int		 cctx_threads_derived(void);

@@ -844,3 +844,44 @@ clear_split(char *page, size_t page_size, size_t fault_off, size_t hot,
 	cost->hot_bytes += wl;
 	return (0);
 }
+
+/*
+ * Clear [base, base+len) with streaming stores as a job others may share:
+ * cut in extents of about extent bytes (whole subpages), offered to
+ * helpers through offer() as clear_split does, taken by us too.  No part
+ * is hot: nobody waits on it.  *helped: helpers asked.  0, -EFAULT (a
+ * write met SIGBUS: which part is cleared is not known), -ENOMEM.
+ */
+int
+clear_spread(char *base, size_t len, size_t extent,
+    int (*offer)(struct clear_job *, void *), void *arg, int *helped)
+{
+	struct clear_job	*job;
+	size_t			 n, off;
+	int			 failed;
+
+	*helped = 0;
+	if (extent < CLEAR_SUBPAGE)
+		extent = CLEAR_SUBPAGE;
+	if ((len + extent - 1) / extent > CLEAR_JOB_EXTENTS_MAX)
+		extent = len / CLEAR_JOB_EXTENTS_MAX + 1;
+	extent = (extent + CLEAR_SUBPAGE - 1) / CLEAR_SUBPAGE * CLEAR_SUBPAGE;
+	if ((job = calloc(1, sizeof(*job))) == NULL)
+		return (-ENOMEM);
+	job->base = base;
+	for (n = 0, off = 0; off < len; off += extent, n++) {
+		job->ext[n].off = off;
+		job->ext[n].len = len - off < extent ? len - off : extent;
+	}
+	job->n = n;
+	atomic_init(&job->remaining, n);
+	atomic_init(&job->refs, 1);
+	if (offer != NULL && n > 1)
+		*helped = offer(job, arg);
+	clear_job_run(job);
+	while (atomic_load(&job->remaining) != 0)
+		sched_yield();
+	failed = atomic_load(&job->failed);
+	clear_job_put(job);
+	return (failed ? -EFAULT : 0);
+}

@@ -67,6 +67,9 @@ int		 clear_split(char *page, size_t page_size, size_t fault_off,
 		    size_t hot, size_t extent,
 		    int (*offer)(struct clear_job *, void *), void *arg,
 		    int *helped, struct clear_cost *);
+int		 clear_spread(char *base, size_t len, size_t extent,
+		    int (*offer)(struct clear_job *, void *), void *arg,
+		    int *helped);
 size_t		 clear_piece(size_t page_size, int n);
 void		 clear_job_get(struct clear_job *);
 void		 clear_job_run(struct clear_job *);

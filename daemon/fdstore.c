@@ -32,6 +32,7 @@
 
 #include "cctx.h"
 #include "fdstore.h"
+#include "keep.h"
 #include "log.h"
 #include "prep.h"
 #include "reap.h"
@@ -232,20 +233,21 @@ fdstore_check_state(int sfd, int fd, struct fdstore_rel *rel, char *why,
 
 /*
  * On the context of the uid that owns the state (not the prep thread,
- * which others need: a punch takes the file's inode lock, and whoever
- * still holds the file can hold that lock): under the server lock (never waited for: a live
- * holder serves the region itself), resolve what we left busy and drop
- * every garbage page from the file, going by the state's data extents, so
- * that no one can read the garbage; with none left, unregister the range.
+ * which others need: a map of the file takes its inode lock, and whoever
+ * still holds the file can hold that lock): under the server lock (never
+ * waited for: a live holder serves the region itself), resolve what we
+ * left busy and clear every garbage page in place (keep.c: the client
+ * keeps its pages), going by the state's data extents, so that no one can
+ * read the garbage; with none left, unregister the range.
  */
 static void
 fdstore_release_work(struct cctx_job *j)
 {
 	struct fdstore_rel	*rel = j->arg;
 	_Atomic uint8_t		*st;
-	void			*map;
+	void			*map, *pmap;
 	size_t			 maplen = HPZ_STATE_SIZE(rel->npages);
-	uint64_t		 lo, hi, i, left, kept = 0;
+	uint64_t		 lo, hi, i, left, holes, kept = 0;
 	int			 lockfd;
 
 	if ((lockfd = state_lock_server(rel->fds[2], 0)) < 0) {
@@ -262,24 +264,37 @@ fdstore_release_work(struct cctx_job *j)
 		close(lockfd);
 		return;
 	}
+	/* No reservation of our own: the client's mapping holds it. */
+	pmap = mmap(NULL, rel->len, PROT_READ | PROT_WRITE, MAP_SHARED |
+	    MAP_NORESERVE, rel->fds[1], (off_t)rel->offset);
+	if (pmap == MAP_FAILED)
+		log_warn("stored region %llu: map its file (its garbage is "
+		    "punched instead)", (unsigned long long)rel->id);
 	st = (_Atomic uint8_t *)((char *)map + HPZ_STATE_PAGES_OFF);
 	for (i = 0; prep_state_extent(rel->fds[2], rel->npages, i, &lo, &hi);
 	    i = hi) {
 		state_recover(st + lo, hi - lo);
-		(void)state_drop_garbage(st + lo, hi - lo, rel->fds[1],
-		    rel->offset + lo * rel->page_size, rel->page_size, NULL,
-		    NULL, &left);
+		if (pmap == MAP_FAILED)	/* the last resort: punched */
+			(void)state_drop_garbage(st + lo, hi - lo, rel->fds[1],
+			    rel->offset + lo * rel->page_size, rel->page_size,
+			    NULL, NULL, &left);
+		else
+			(void)keep_garbage(st + lo, hi - lo, (char *)pmap +
+			    lo * rel->page_size, rel->page_size, NULL, &left,
+			    &holes);
 		kept += left;
 	}
+	if (pmap != MAP_FAILED)
+		munmap(pmap, rel->len);
 	/*
 	 * With no garbage left the kernel may serve the range.  A page we
-	 * could not punch keeps the range registered: libhpz serves it
+	 * could not clear keeps the range registered: libhpz serves it
 	 * (clearing that page) once it sees no daemon.
 	 */
 	if (kept != 0)
-		log_warnx("stored region %llu: %llu garbage pages could not be "
-		    "punched: the range stays registered",
-		    (unsigned long long)rel->id, (unsigned long long)kept);
+		log_warnx("stored region %llu: garbage pages could not be "
+		    "cleared: the range stays registered",
+		    (unsigned long long)rel->id);
 	else if (rel->fds[0] >= 0) {
 		struct uffdio_range	range = { rel->addr, rel->len };
 

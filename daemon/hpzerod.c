@@ -24,6 +24,7 @@
 #include "fdstore.h"
 #include "globals.h"
 #include "intercept.h"
+#include "keep.h"
 #include "log.h"
 #include "pool.h"
 #include "prep-thread.h"
@@ -406,7 +407,7 @@ main(int argc, char **argv)
 		fatalx("cannot start the pool");
 	if ((lfd = control_listen(hpzd_conf.socket, &from_systemd)) == -1) {
 		sd_notifyf(0, "STATUS=cannot listen on %s", hpzd_conf.socket);
-		cctx_stop();
+		cctx_stop(CCTX_STOP_MS);
 		prep_stop();
 		pool_stop();
 		scrub_stop();
@@ -455,13 +456,19 @@ main(int argc, char **argv)
 	if (event_base_dispatch(hpzd_base) == -1)
 		log_warnx("event loop failed");
 
-	/* Every region: garbage dropped, range handed back to the kernel. */
+	/*
+	 * Every region: garbage cleared in place (the client keeps its
+	 * pages), range handed back to the kernel; what a client's context
+	 * has not cleared in KEEP_EXIT_MS stays garbage, its range registered
+	 * for libhpz to serve.
+	 */
+	keep_exit_deadline(KEEP_EXIT_MS);
 	control_shutdown();
 	if (!from_systemd && unlink(hpzd_conf.socket) == -1 &&
 	    errno != ENOENT)
 		log_warn("unlink %s", hpzd_conf.socket);
 	/* The regions' teardowns run on their clients' contexts. */
-	cctx_stop();
+	cctx_stop(KEEP_EXIT_MS + CCTX_STOP_MS);
 	prep_stop();
 	pool_stop();
 	scrub_stop();

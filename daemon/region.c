@@ -33,6 +33,7 @@
 #include "fdstore.h"
 #include "globals.h"
 #include "intercept.h"
+#include "keep.h"
 #include "log.h"
 #include "pool-fill.h"
 #include "prep.h"
@@ -512,15 +513,43 @@ region_drain(struct region *r)
 }
 
 /*
- * Drop every garbage page from the file, so no one can map stale bytes.
- * A region we believe holds no garbage is not walked (a sparse region
- * can have 2^28 pages): a client that wrote garbage bytes behind our back
- * leaves its own stale bytes in its own file, nothing else.
+ * Punch every garbage page out of the file, as a region flagged
+ * HPZ_RELEASE_HOLES asks: it is handed to a userfaultfd of the client's
+ * that serves missing pages (QEMU's postcopy), which must find holes
+ * where no data is.  A run the file will not punch (sealed
+ * F_SEAL_FUTURE_WRITE, say) stays garbage: the client's own stale bytes
+ * in the client's own file, freed with it when its last fd closes.
  */
 static void
 region_punch_garbage(struct region *r)
 {
 	uint64_t	dropped, left;
+
+	dropped = state_drop_garbage(r->state, r->npages, r->fd, r->offset,
+	    r->page_size, NULL, NULL, &left);
+	if (left != 0)
+		log_warnx("region %llu: the file refused to punch %llu garbage "
+		    "pages (sealed against writes?): they stay in the file, "
+		    "unwritten, until the client's last fd closes",
+		    (unsigned long long)r->id, (unsigned long long)left);
+	resolve_forget_garbage(&r->rt, dropped);
+	atomic_fetch_add(&stats.pages_punched, dropped);
+}
+
+/*
+ * Clear every garbage page in place (keep.c), so no one can map stale
+ * bytes and the client keeps every page it had: a punch would free them
+ * (and on hugetlbfs their reservation), for anyone to take.  A region we
+ * believe holds no garbage is not walked (a sparse region can have 2^28
+ * pages): a client that wrote garbage bytes behind our back leaves its
+ * own stale bytes in its own file, nothing else.  Returns the pages still
+ * garbage (a graceful exit's deadline came first): its range must stay
+ * registered, for libhpz to serve.
+ */
+static uint64_t
+region_keep_garbage(struct region *r)
+{
+	uint64_t	cleared, left, holes, t0, ms;
 
 	/*
 	 * A region let go before it served (its prep cancelled) has no count
@@ -532,24 +561,29 @@ region_punch_garbage(struct region *r)
 		if (r->prep_kind == PREP_FILL)
 			memset((void *)r->state, PAGE_GARBAGE, r->npages);
 	} else if (resolve_garbage(&r->rt) == 0)
-		return;
-	/*
-	 * A run the file will not punch (sealed F_SEAL_FUTURE_WRITE, say)
-	 * stays garbage: the client's own stale bytes in the client's own
-	 * file, freed with it by the kernel when its last fd closes.  We
-	 * write nothing over it: zeros a page at a time on the loop were
-	 * O(pages) (minutes for a sparse 32 TiB region) and allocated every
-	 * hole in our name.
-	 */
-	dropped = state_drop_garbage(r->state, r->npages, r->fd, r->offset,
-	    r->page_size, NULL, NULL, &left);
+		return (0);
+	if (r->flags & HPZ_RELEASE_HOLES) {
+		region_punch_garbage(r);
+		return (0);
+	}
+	t0 = stats_now_ns();
+	cleared = keep_garbage(r->state, r->npages, r->map, r->page_size, r,
+	    &left, &holes);
+	ms = (stats_now_ns() - t0) / 1000000;
+	resolve_forget_garbage(&r->rt, cleared);
+	if (cleared != 0)
+		log_info("region %llu: %llu garbage pages cleared in place "
+		    "(%llu MiB, %llu of them holes) in %llu ms",
+		    (unsigned long long)r->id, (unsigned long long)cleared,
+		    (unsigned long long)((cleared - holes) * r->page_size >>
+		    20), (unsigned long long)holes, (unsigned long long)ms);
 	if (left != 0)
-		log_warnx("region %llu: the file refused to punch %llu garbage "
-		    "pages (sealed against writes?): they stay in the file, "
-		    "unwritten, until the client's last fd closes",
-		    (unsigned long long)r->id, (unsigned long long)left);
-	resolve_forget_garbage(&r->rt, dropped);
-	atomic_fetch_add(&stats.pages_punched, dropped);
+		log_warnx("region %llu: %llu garbage pages not cleared within "
+		    "the exit's %d ms: the range stays registered, for "
+		    "libhpz to serve (it clears each page on its fault)",
+		    (unsigned long long)r->id, (unsigned long long)left,
+		    KEEP_EXIT_MS);
+	return (left);
 }
 
 /* Tell the resets still waiting that the region is gone (main thread). */
@@ -570,9 +604,10 @@ region_reset_cancel(struct region *r)
 
 /*
  * The teardown's calls on what the client owns (its context's thread):
- * garbage punched from its file, its range unregistered from its uffd
- * (the kernel wakes and serves any waiter from then on), children's uffds
- * closed last, our mappings and its fds let go.  Each may wait on a lock
+ * garbage cleared in place, its range unregistered from its uffd (the
+ * kernel wakes and serves any waiter from then on; with garbage left, the
+ * range stays registered for libhpz), children's uffds closed last, our
+ * mappings and its fds let go.  Each may wait on a lock
  * the client holds (its file's inode lock, its mmap_lock, a FUSE server
  * of its own on close): only this client's context waits with it.
  */
@@ -581,8 +616,8 @@ region_teardown_work(struct cctx_job *j)
 {
 	struct region	*r = j->arg;
 
-	region_punch_garbage(r);
-	uffd_unregister(r);
+	if (region_keep_garbage(r) == 0)
+		uffd_unregister(r);
 	uffd_forks_release(r);
 	munmap(r->map, r->len);
 	r->map = MAP_FAILED;
@@ -650,8 +685,8 @@ region_destroy_then(struct region *r, void (*then)(void *), void *arg)
 	r->then = then;
 	r->then_arg = arg;
 	(void)cctx_submit(r->ctx, &r->ctx_end, region_teardown_work,
-	    region_teardown_done, r, "a region's teardown (punch of its "
-	    "garbage, UFFDIO_UNREGISTER, close of its fds)");
+	    region_teardown_done, r, "a region's teardown (clear of its "
+	    "garbage in place, UFFDIO_UNREGISTER, close of its fds)");
 }
 
 void
@@ -663,7 +698,7 @@ region_destroy(struct region *r)
 /*
  * A probed region whose register failed after the probe (main thread):
  * our mappings and its fds let go on its client's context.  Nothing was
- * served, so nothing is punched.
+ * served, so nothing is cleared.
  */
 static void
 region_discard_work(struct cctx_job *j)

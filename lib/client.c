@@ -720,7 +720,10 @@ hpz_set_policy(const struct hpz_region *region, unsigned int flags,
 	req.len = region->len;
 	req.flags = flags;
 	req.priority = priority;
-	if (lib_lookup((uintptr_t)region->addr, region->len) == NULL) {
+	if ((lr = lib_lookup((uintptr_t)region->addr, region->len)) != NULL)
+		/* As the daemon keeps them; our own let-go reads them too. */
+		lr->flags = (lr->flags & HPZ_DISCARD) | (flags & ~HPZ_DISCARD);
+	else {
 		/* Perhaps moved, and the daemon knows it already. */
 		error = lib_ask_moved(&req, sizeof(req), &reply, &lr);
 		pthread_mutex_unlock(&lib_lock);

@@ -355,7 +355,7 @@ lib_guard_reset(struct lib_region *lr, uintptr_t addr, size_t len)
 
 /*
  * Let go of a region without a daemon (lib_lock held), the way the daemon
- * does: under the server lock, drop garbage from the file, then unregister
+ * does: under the server lock, clear garbage in place, then unregister
  * (the kernel serves the range from then on), then forget it.
  */
 int
@@ -374,7 +374,7 @@ lib_guard_abandon(struct lib_region *lr)
 		}
 		state_recover(lr->state, lr->npages);
 	}
-	lib_punch_garbage(lr);
+	lib_keep_garbage(lr);
 	range.start = lr->addr;
 	range.len = lr->len;
 	ioctl(lr->uffd, UFFDIO_UNREGISTER, &range);

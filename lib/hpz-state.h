@@ -77,9 +77,17 @@ int		 state_claim(_Atomic uint8_t *page, uint8_t *was);
 uint8_t		 state_release(_Atomic uint8_t *page, uint8_t newstate);
 void		 state_mark_cleared(_Atomic uint8_t *page);
 void		 state_reset(_Atomic uint8_t *page);
-int		 state_needs_punch(uint8_t state);
+int		 state_needs_clear(uint8_t state);
 int		 state_populate(void *map, int fd, uint64_t offset,
 		    uint64_t page_size, uint64_t idx, uint64_t n);
+int		 state_zero_present(void *map, uint64_t page_size,
+		    uint64_t first, uint64_t n,
+		    int (*zero)(void *arg, uint64_t idx, uint64_t k),
+		    void *arg, uint64_t *holes);
+uint64_t	 state_keep_garbage(_Atomic uint8_t *pages, uint64_t npages,
+		    uint64_t run,
+		    int (*clear)(void *arg, uint64_t first, uint64_t n),
+		    void *arg, uint64_t *left);
 uint64_t	 state_drop_garbage(_Atomic uint8_t *pages, uint64_t npages,
 		    int fd, uint64_t offset, uint64_t page_size,
 		    int (*clear)(void *arg, uint64_t first, uint64_t n),

@@ -112,6 +112,6 @@ void		 lib_warn(const char *fmt, ...)
 int		 lib_serve_start(struct lib_region *lr);
 void		 lib_serve_stop(struct lib_region *lr);
 void		 lib_serve_uffd(struct lib_region *lr);
-void		 lib_punch_garbage(struct lib_region *lr);
+void		 lib_keep_garbage(struct lib_region *lr);
 
 #endif /* LIBHPZ_H */

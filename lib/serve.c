@@ -78,16 +78,75 @@ lib_clear_run(void *arg, uint64_t first, uint64_t n)
 	return (0);
 }
 
+/* Bytes of garbage lib_keep_garbage clears in one go. */
+#define LIB_KEEP_RUN_BYTES	(64ULL << 20)
+
+/* Where lib_keep_garbage writes: a guarded mapping of its own. */
+struct lib_keep {
+	struct lib_region	*lr;
+	char			*map;
+};
+
+static int
+lib_keep_zero(void *arg, uint64_t idx, uint64_t n)
+{
+	struct lib_keep		*lk = arg;
+	uint64_t		 ps = lk->lr->page_size;
+
+	memset(lk->map + idx * ps, 0, n * ps);
+	return (0);
+}
+
+static int
+lib_keep_run(void *arg, uint64_t first, uint64_t n)
+{
+	struct lib_keep		*lk = arg;
+
+	return (state_zero_present(lk->map, lk->lr->page_size, first, n,
+	    lib_keep_zero, lk, NULL));
+}
+
 /*
- * Drop every garbage page from the file and call it kept (server lock
- * held), as the daemon does before it lets go of a range: whatever the
- * kernel shows there from then on is zeros or the client's data.
+ * Clear every garbage page in place and call it kept (server lock held),
+ * as the daemon does before it lets go of a range: the pages stay in the
+ * file, allocated as the client had them (a hugetlbfs punch would give
+ * them and their reservation to anyone), and whatever the kernel shows
+ * there from then on is zeros or the client's data.  Through a mapping of
+ * our own whose holes a userfaultfd guards (no hole is filled); without a
+ * mapping, the old way: punched, the last resort.  A region flagged
+ * HPZ_RELEASE_HOLES (handed to a userfaultfd that serves missing pages)
+ * is punched as asked.
  */
 void
-lib_punch_garbage(struct lib_region *lr)
+lib_keep_garbage(struct lib_region *lr)
 {
+	struct lib_keep		lk = { lr, NULL };
 	struct lib_clear	lc = { lr, lr->map };
+	uint64_t		run = LIB_KEEP_RUN_BYTES / lr->page_size, left;
+	void			*p;
+	int			guard;
 
+	/* Holes asked for: a userfaultfd of the program's serves them. */
+	if (lr->flags & HPZ_RELEASE_HOLES)
+		goto punch;
+	p = mmap(NULL, lr->len, PROT_READ | PROT_WRITE, MAP_SHARED |
+	    MAP_NORESERVE, lr->fd, (off_t)lr->offset);
+	if (p != MAP_FAILED) {
+		lk.map = p;
+		madvise(p, lr->len, MADV_DONTFORK);
+		/* Unguarded, a hole is filled (zeros): a page more, not less. */
+		guard = uffdio_hole_guard((uint64_t)(uintptr_t)p, lr->len);
+		(void)state_keep_garbage(lr->state, lr->npages, run,
+		    lib_keep_run, &lk, &left);
+		if (guard >= 0)
+			close(guard);
+		munmap(p, lr->len);
+		if (left == 0)
+			return;
+	}
+	lib_warn("region %p: cannot clear its garbage in place: punched "
+	    "from the file", (void *)lr->addr);
+punch:
 	(void)state_drop_garbage(lr->state, lr->npages, lr->fd, lr->offset,
 	    lr->page_size, lib_clear_run, &lc, NULL);
 	if (lc.map != NULL && lc.map != lr->map)
@@ -173,7 +232,7 @@ lib_serve_start(struct lib_region *lr)
 		/* The range is gone: leave no garbage in the file. */
 		lib_warn("region %p: cannot register it again (%s): not "
 		    "serving it", (void *)lr->addr, strerror(-error));
-		lib_punch_garbage(lr);
+		lib_keep_garbage(lr);
 		lib_serve_stop(lr);
 		lr->gone = 1;
 		return (error);
@@ -396,7 +455,7 @@ lib_serve_msg(struct lib_region *lr, const struct uffd_msg *msg)
 		    msg->arg.remove.end >= lr->addr + lr->len &&
 		    lr->serving) {
 			/* Gone from the mm: no garbage may stay in the file. */
-			lib_punch_garbage(lr);
+			lib_keep_garbage(lr);
 			lib_serve_stop(lr);
 			lr->gone = 1;
 		}

@@ -104,9 +104,9 @@ state_reset(_Atomic uint8_t *page)
 	    memory_order_acq_rel, memory_order_acquire));
 }
 
-/* Must this page be dropped before the client may see it unserved? */
+/* Must this page be cleared before the client may see it unserved? */
 int
-state_needs_punch(uint8_t state)
+state_needs_clear(uint8_t state)
 {
 	return ((state & PAGE_STATE_MASK) == PAGE_GARBAGE);
 }
@@ -135,14 +135,105 @@ state_populate(void *map, int fd, uint64_t offset, uint64_t page_size,
 }
 
 /*
+ * Zero the pages of [first, first+n) that the file has, through map (the
+ * region's range, its page 0 at map, guarded by uffdio_hole_guard so that
+ * a hole is refused, not allocated): MADV_POPULATE_WRITE maps what the
+ * file holds and stops with EFAULT at a hole or past the end of the file,
+ * and zero(arg, idx, k) writes zeros over each run of pages found there.
+ * A hole reads zero already and stays one (*holes counts them, if not
+ * NULL).  0, or a negative errno (zero's, or the kernel's).
+ */
+int
+state_zero_present(void *map, uint64_t page_size, uint64_t first,
+    uint64_t n, int (*zero)(void *arg, uint64_t idx, uint64_t k), void *arg,
+    uint64_t *holes)
+{
+	char		*p = map;
+	uint64_t	 i = first, j, end = first + n;
+	int		 error;
+
+	while (i < end) {
+		if (madvise(p + i * page_size, (end - i) * page_size,
+		    MADV_POPULATE_WRITE) == 0)
+			return (zero(arg, i, end - i));
+		if (errno != EFAULT)
+			return (-errno);
+		/* A hole somewhere: find it a page at a time. */
+		for (j = i; j < end; j++) {
+			if (madvise(p + j * page_size, page_size,
+			    MADV_POPULATE_WRITE) == 0)
+				continue;
+			if (errno != EFAULT)
+				return (-errno);
+			break;
+		}
+		if (j > i && (error = zero(arg, i, j - i)) != 0)
+			return (error);
+		if (j < end && holes != NULL)
+			(*holes)++;
+		i = j + 1;
+	}
+	return (0);
+}
+
+/*
+ * Clear the garbage pages of a region in place and mark them kept
+ * (PAGE_KEEP: zeros now, the client's data from then on), in runs of at
+ * most run pages: clear(arg, first, n) zeroes a run and returns 0, stops
+ * the walk with -EINTR (out of time: what is left stays garbage), or
+ * leaves that run garbage with any other error.  The pages stay in the
+ * file, allocated as the client had them: a punch would free them, and on
+ * hugetlbfs their reservation with them, for anyone to take.  Only the
+ * holder of the server lock may call this.  Returns how many pages were
+ * cleared; *left (if not NULL) says how many stay garbage.
+ */
+uint64_t
+state_keep_garbage(_Atomic uint8_t *pages, uint64_t npages, uint64_t run,
+    int (*clear)(void *arg, uint64_t first, uint64_t n), void *arg,
+    uint64_t *left)
+{
+	uint64_t	i, start, n, cleared = 0, kept = 0;
+	int		error, stop = 0;
+
+	if (run == 0)
+		run = 1;
+	for (i = 0; i < npages; i = start + n) {
+		start = i;
+		n = 1;
+		if (!state_needs_clear(atomic_load(&pages[i])))
+			continue;
+		while (start + n < npages && n < run &&
+		    state_needs_clear(atomic_load(&pages[start + n])))
+			n++;
+		error = stop ? -EINTR : clear(arg, start, n);
+		if (error == -EINTR)
+			stop = 1;
+		if (error != 0) {
+			kept += n;
+			continue;
+		}
+		for (i = start; i < start + n; i++)
+			atomic_store(&pages[i], PAGE_KEEP);
+		cleared += n;
+	}
+	if (left != NULL)
+		*left = kept;
+	return (cleared);
+}
+
+/*
  * Drop the garbage pages of a region from its file (fd; page 0 of the
  * region at offset), a run at a time, and mark them PAGE_KEEP: they are
  * holes from then on, and whatever the kernel puts there once the range is
- * no longer served is the client's.  A run the file will not punch goes to
- * clear(arg, first, n), which writes zeros another way and returns 0; if it
- * cannot (or clear is NULL) the run stays garbage.  Only the holder of the
- * server lock may call this.  Returns how many pages were dropped; *left
- * (if not NULL) says how many stay garbage.
+ * no longer served is the client's.  On hugetlbfs a punch gives the
+ * pages and their reservation back to the host: only for a region that
+ * asks for holes (HPZ_RELEASE_HOLES), or as the last resort where
+ * state_keep_garbage cannot run (no mapping of the file to be had).  A
+ * run the file will not punch goes to clear(arg, first, n), which writes
+ * zeros another way and returns 0; if it cannot (or clear is NULL) the run
+ * stays garbage.  Only the holder of the server lock may call this.
+ * Returns how many pages were dropped; *left (if not NULL) says how many
+ * stay garbage.
  */
 uint64_t
 state_drop_garbage(_Atomic uint8_t *pages, uint64_t npages, int fd,
@@ -155,10 +246,10 @@ state_drop_garbage(_Atomic uint8_t *pages, uint64_t npages, int fd,
 	for (i = 0; i < npages; i = start + n) {
 		start = i;
 		n = 1;
-		if (!state_needs_punch(atomic_load(&pages[i])))
+		if (!state_needs_clear(atomic_load(&pages[i])))
 			continue;
 		while (start + n < npages &&
-		    state_needs_punch(atomic_load(&pages[start + n])))
+		    state_needs_clear(atomic_load(&pages[start + n])))
 			n++;
 		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		    (off_t)(offset + start * page_size),

@@ -6,10 +6,13 @@
  * the end of its file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "uffd-compat.h"
 #include "uffdio.h"
@@ -40,6 +43,46 @@ uffdio_register(int uffd, uint64_t addr, uint64_t len, int faults,
 	if (ioctls != NULL)
 		*ioctls = reg.ioctls;
 	return (0);
+}
+
+/*
+ * Guard a mapping of our own against allocating: a new userfaultfd with
+ * UFFD_FEATURE_SIGBUS, [addr, addr+len) registered MISSING on it.  From
+ * then on a touch of a page the file lacks (a hole, past its end) is
+ * refused instead of given a fresh page: MADV_POPULATE_WRITE answers
+ * EFAULT, a store meets SIGBUS.  Pages in the file map as before.  The
+ * guard's fd (closing it lifts the guard), or a negative errno.
+ */
+int
+uffdio_hole_guard(uint64_t addr, uint64_t len)
+{
+	struct uffdio_api	api;
+	struct uffdio_register	reg;
+	int			fd, dev, error;
+
+	if ((fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK)) < 0) {
+		error = -errno;
+		if ((dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC)) < 0)
+			return (error);
+		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		close(dev);
+		if (fd < 0)
+			return (error);
+	}
+	memset(&api, 0, sizeof(api));
+	api.api = UFFD_API;
+	api.features = UFFD_FEATURE_SIGBUS;
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = addr;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(fd, UFFDIO_API, &api) == -1 || api.api != UFFD_API ||
+	    ioctl(fd, UFFDIO_REGISTER, &reg) == -1) {
+		error = errno != 0 ? -errno : -ENOTSUP;
+		close(fd);
+		return (error);
+	}
+	return (fd);
 }
 
 /* Wake the threads waiting on [addr, addr+len).  0 or a negative errno. */

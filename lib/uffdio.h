@@ -9,6 +9,7 @@
 
 int	uffdio_register(int uffd, uint64_t addr, uint64_t len, int faults,
 	    uint64_t *ioctls);
+int	uffdio_hole_guard(uint64_t addr, uint64_t len);
 int	uffdio_wake(int uffd, uint64_t addr, uint64_t len);
 int	uffdio_in_file(int fd, uint64_t offset, uint64_t idx,
 	    uint64_t page_size);

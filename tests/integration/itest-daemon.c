@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,163 @@ Test(daemon, graceful_exit_leaves_client_served_and_clean)
 	    first + 2 * MiB);
 	hpz_region_destroy(&r);
 	sd_cleanup(&s);
+}
+
+/* Pages of garbage the keep tests write, reset and read back. */
+#define KEEP_PAGES	48
+
+static sigjmp_buf		 keep_jb;
+static volatile sig_atomic_t	 keep_armed;
+
+static void
+keep_sigbus(int sig)
+{
+	(void)sig;
+	if (keep_armed) {
+		keep_armed = 0;
+		siglongjmp(keep_jb, 1);
+	}
+	_exit(123);
+}
+
+/*
+ * A hog: another process takes every free 2 MiB huge page of the host
+ * (touched, so they are its own), says how many on fd, and holds them
+ * until killed.
+ */
+static pid_t
+keep_hog(int *got)
+{
+	int	fds[2];
+	long	n, i, free_pages;
+	char	*p;
+	pid_t	pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	free_pages = itest_free_pages(2048);
+	pid = itest_fork_dying();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(fds[0]);
+		n = 0;
+		/* More than are free: every one we can have is taken. */
+		p = mmap(NULL, (size_t)(free_pages + 16) * 2 * MiB,
+		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		    MAP_HUGETLB | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED)
+			for (i = 0; i < free_pages + 16; i++)
+				if (madvise(p + i * 2 * MiB, 2 * MiB,
+				    MADV_POPULATE_WRITE) == 0)
+					n++;
+		if (write(fds[1], &n, sizeof(n)) != (ssize_t)sizeof(n))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(fds[1]);
+	cr_assert_eq(read(fds[0], &n, sizeof(n)), (ssize_t)sizeof(n));
+	close(fds[0]);
+	*got = (int)n;
+	return (pid);
+}
+
+/*
+ * Read every page of the region: pages lost to SIGBUS, and pages of
+ * [0, garbage) that are not all zero (stale bytes shown).
+ */
+static void
+keep_read(const struct hpz_region *r, size_t garbage, int *sigbus,
+    int *stale, size_t *first_stale)
+{
+	struct sigaction	 sa, old;
+	const unsigned char	*p = r->addr;
+	volatile size_t		 i;
+	size_t			 first;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = keep_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old);
+	*sigbus = *stale = 0;
+	*first_stale = (size_t)-1;
+	for (i = 0; i < r->len / (2 * MiB); i++) {
+		if (sigsetjmp(keep_jb, 1) != 0) {
+			(*sigbus)++;
+			continue;
+		}
+		keep_armed = 1;
+		if (i < garbage && itest_count_nonzero(p + i * 2 * MiB,
+		    2 * MiB, &first) != 0) {
+			if (*stale == 0)
+				*first_stale = i * 2 * MiB + first;
+			(*stale)++;
+		} else if (i >= garbage)
+			(void)*(volatile const unsigned char *)(p + i * 2 * MiB);
+		keep_armed = 0;
+	}
+	sigaction(SIGBUS, &old, NULL);
+}
+
+/*
+ * The client's garbage pages (written, then reset) are still its own once
+ * the daemon lets go of the region, by a graceful exit (how) or the
+ * client's own hpz_unregister: another process taking every free huge
+ * page cannot take them, and they read zero.
+ */
+static void
+keep_after(int unregister)
+{
+	struct sd		 s;
+	struct hpz_region	 r;
+	char			 buf[512];
+	size_t			 first;
+	int			 status, error, got, sigbus, stale;
+	pid_t			 hog;
+
+	itest_need_pages(2048, KEEP_PAGES + 8);
+	sd_start(&s);
+	cr_assert(sd_wait(&s, "READY=1", buf, sizeof(buf)));
+	cr_assert_eq(hpz_region_create(&r, KEEP_PAGES * 2 * MiB,
+	    HPZ_PAGE_2M), 0);
+	/* No scrub: every page is still garbage when the daemon lets go. */
+	r.flags |= HPZ_NO_SCRUB;
+	error = hpz_register(&r);
+	cr_assert_eq(error, 0, "%s", hpz_last_error());
+	memset(r.addr, 0x5a, r.len);
+	cr_assert_eq(hpz_reset(&r), 0);
+	if (unregister)
+		cr_assert_eq(hpz_unregister(&r), 0, "%s", hpz_last_error());
+	else {
+		kill(s.pid, SIGTERM);
+		cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	hog = keep_hog(&got);
+	keep_read(&r, KEEP_PAGES, &sigbus, &stale, &first);
+	itest_kill(hog);
+	if (unregister) {
+		kill(s.pid, SIGTERM);
+		cr_assert_eq(waitpid(s.pid, &status, 0), s.pid);
+	}
+	cr_assert_eq(sigbus, 0, "after %s, another process took %d free "
+	    "huge pages: SIGBUS on %d of the client's %d pages",
+	    unregister ? "hpz_unregister" : "a graceful exit", got, sigbus,
+	    KEEP_PAGES);
+	cr_assert_eq(stale, 0, "after %s: %d garbage pages show stale "
+	    "bytes (the first at %zu)", unregister ? "hpz_unregister" :
+	    "a graceful exit", stale, first);
+	hpz_region_destroy(&r);
+	sd_cleanup(&s);
+}
+
+Test(daemon, graceful_exit_keeps_garbage_pages)
+{
+	keep_after(0);
+}
+
+Test(daemon, unregister_keeps_garbage_pages)
+{
+	keep_after(1);
 }
 
 Test(daemon, refuses_second_daemon_on_live_socket)

@@ -18,6 +18,7 @@
 #include <criterion/criterion.h>
 
 #include "hpz-state.h"
+#include "uffdio.h"
 
 static const uint8_t	data_states[] = { PAGE_KEEP, PAGE_ZEROED, PAGE_MAPPED };
 
@@ -93,7 +94,7 @@ Test(state, needs_punch_only_garbage)
 	unsigned int	s;
 
 	for (s = 0; s < 256; s++)
-		cr_assert_eq(!!state_needs_punch((uint8_t)s),
+		cr_assert_eq(!!state_needs_clear((uint8_t)s),
 		    (s & PAGE_STATE_MASK) == PAGE_GARBAGE, "state 0x%02x", s);
 }
 
@@ -506,5 +507,103 @@ Test(recover, drop_garbage_punches_runs_and_keeps_data)
 			    (unsigned long long)i);
 		}
 	}
+	close(fd);
+}
+
+/* What keep_garbage_clears_in_place_and_leaves_holes clears through. */
+struct keep_t {
+	char		*map;
+	uint64_t	 holes;
+	int		 runs;
+	int		 stop_after;	/* runs before -EINTR; 0: never */
+};
+
+static int
+keep_t_zero(void *arg, uint64_t idx, uint64_t n)
+{
+	struct keep_t	*kt = arg;
+
+	memset(kt->map + idx * 4096, 0, n * 4096);
+	return (0);
+}
+
+static int
+keep_t_run(void *arg, uint64_t first, uint64_t n)
+{
+	struct keep_t	*kt = arg;
+
+	if (kt->stop_after != 0 && kt->runs >= kt->stop_after)
+		return (-EINTR);
+	kt->runs++;
+	return (state_zero_present(kt->map, 4096, first, n, keep_t_zero, kt,
+	    &kt->holes));
+}
+
+/*
+ * Garbage is cleared in place, not punched: its pages stay in the file and
+ * read zero, data pages keep their bytes, a garbage page the client had
+ * punched stays a hole (the guard refuses to fill it), and a walk stopped
+ * by its deadline leaves the rest garbage.
+ */
+Test(recover, keep_garbage_clears_in_place_and_leaves_holes)
+{
+	_Atomic uint8_t	pages[8];
+	uint8_t		in[8] = { PAGE_GARBAGE, PAGE_GARBAGE, PAGE_GARBAGE,
+			    PAGE_MAPPED, PAGE_GARBAGE, PAGE_GARBAGE, PAGE_KEEP,
+			    PAGE_GARBAGE };
+	struct keep_t	kt = { NULL, 0, 0, 0 };
+	unsigned char	buf[4096];
+	uint64_t	left = 9, i, j;
+	int		fd, guard;
+
+	fd = memfd_create("test-keep", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	memset(buf, 0xab, sizeof(buf));
+	for (i = 0; i < 8; i++) {
+		cr_assert_eq(pwrite(fd, buf, sizeof(buf), (off_t)(i * 4096)),
+		    4096);
+		atomic_init(&pages[i], in[i]);
+	}
+	/* The client punched garbage page 1 itself. */
+	cr_assert_eq(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	    4096, 4096), 0);
+	kt.map = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED |
+	    MAP_NORESERVE, fd, 0);
+	cr_assert_neq(kt.map, MAP_FAILED);
+	if ((guard = uffdio_hole_guard((uint64_t)(uintptr_t)kt.map,
+	    8 * 4096)) < 0)
+		cr_skip_test("no userfaultfd here (%s)", strerror(-guard));
+
+	/* Stopped after its first run (pages 0-2): the rest stays garbage. */
+	kt.stop_after = 1;
+	cr_assert_eq(state_keep_garbage(pages, 8, 3, keep_t_run, &kt, &left),
+	    3);
+	cr_assert_eq(left, 3);
+	cr_assert_eq(kt.holes, 1);
+	cr_assert_eq(atomic_load(&pages[4]), PAGE_GARBAGE);
+	cr_assert_eq(atomic_load(&pages[7]), PAGE_GARBAGE);
+
+	kt.stop_after = 0;
+	cr_assert_eq(state_keep_garbage(pages, 8, 3, keep_t_run, &kt, &left),
+	    3);
+	cr_assert_eq(left, 0);
+	close(guard);
+	munmap(kt.map, 8 * 4096);
+	for (i = 0; i < 8; i++) {
+		cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)(i * 4096)),
+		    4096);
+		for (j = 0; j < sizeof(buf); j++)
+			if (buf[j] != (in[i] == PAGE_GARBAGE ? 0 : 0xab))
+				break;
+		cr_expect_eq(j, sizeof(buf), "page %llu byte %llu is 0x%x",
+		    (unsigned long long)i, (unsigned long long)j, buf[j]);
+		cr_expect_eq(atomic_load(&pages[i]), in[i] == PAGE_GARBAGE ?
+		    PAGE_KEEP : in[i], "page %llu", (unsigned long long)i);
+	}
+	/* Still in the file, all but the hole, which was not filled. */
+	cr_expect_eq(lseek(fd, 0, SEEK_DATA), 0);
+	cr_expect_eq(lseek(fd, 0, SEEK_HOLE), 4096);
+	cr_expect_eq(lseek(fd, 4096, SEEK_DATA), 2 * 4096);
+	cr_expect_eq(lseek(fd, 2 * 4096, SEEK_HOLE), 8 * 4096);
 	close(fd);
 }
