@@ -60,8 +60,15 @@ static pthread_mutex_t	 cost_lock = PTHREAD_MUTEX_INITIALIZER;
 static int		 cost_loadavg = -1;
 static atomic_uint_fast64_t cost_demand_at;
 static atomic_int	 cost_running;	/* runnable tasks, last read */
-/* Every 2 MiB region's garbage faults of late, read to answer: status. */
-static struct cost_seen	 cost_served;
+/*
+ * Every 2 MiB region's last garbage faults, read to answer, for the
+ * status: a ring whose median is shown (a moving average followed one
+ * slow fault threefold).  Lock-free; a lost or torn slot costs nothing.
+ */
+#define COST_SERVED_RING	32
+static atomic_uint_fast64_t	 cost_served[COST_SERVED_RING];
+static atomic_uint		 cost_served_next;
+static atomic_uint_fast64_t	 cost_served_at;
 
 static int
 cost_cmp(const void *a, const void *b)
@@ -518,12 +525,16 @@ cost_observe(struct region *r, uint64_t ns)
 	uint64_t	now = stats_now_ns();
 
 	cost_seen_feed(&r->seen, ns, now);
-	if (r->page_size == COST_HUGE)
-		cost_seen_feed(&cost_served, ns, now);
+	if (r->page_size == COST_HUGE) {
+		atomic_store(&cost_served[atomic_fetch_add(&cost_served_next,
+		    1) % COST_SERVED_RING], ns);
+		atomic_store(&cost_served_at, now);
+	}
 }
 
 /*
- * What a garbage 2 MiB fault took us of late, from the read of its message
+ * What a garbage 2 MiB fault took us of late (the median of the last 32),
+ * from the read of its message
  * to the answer, over every region (0: none in the last COST_SEEN_NS).
  * Beside rt_ns it is what the client waited: the figure the model's
  * prediction (rt_ns + clear_ns) is held to in hpzctl status.
@@ -531,7 +542,15 @@ cost_observe(struct region *r, uint64_t ns)
 uint64_t
 cost_served_2m(void)
 {
-	return (cost_seen_get(&cost_served, stats_now_ns()));
+	uint64_t	v[COST_SERVED_RING], at = atomic_load(&cost_served_at);
+	int		i, n = 0;
+
+	if (at == 0 || stats_now_ns() - at > COST_SEEN_NS)
+		return (0);
+	for (i = 0; i < COST_SERVED_RING; i++)
+		if ((v[n] = atomic_load(&cost_served[i])) != 0)
+			n++;
+	return (n == 0 ? 0 : cost_median(v, n));
 }
 
 /*
