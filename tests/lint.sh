@@ -233,6 +233,7 @@ daemon/fault.c 3		daemon/fault.h 3
 daemon/scrub.c 3	daemon/scrub.h 3
 daemon/intercept.c 3	daemon/intercept.h 3
 daemon/cost.c 3		daemon/cost.h 3
+daemon/keep.c 3		daemon/keep.h 3	# a released region's garbage, cleared in place
 # 4 regions: lifecycle and tending, validation, prep, fd store, pool
 daemon/region.c 4	daemon/region-life.h 4
 daemon/region-check.c 4	daemon/region-check.h 4
