@@ -936,10 +936,10 @@ worker_spin(struct worker *w)
 /*
  * A source's fd woke w from its sleep: read it (its faults come to w, who
  * is on the CPU the faulting thread left) and arm the fd again.  An fd no
- * source has now (it went meanwhile) is left disarmed.
+ * source has now (it went meanwhile), or a broken one, is left disarmed.
  */
 static void
-worker_woken_by(struct worker *w, int fd)
+worker_woken_by(struct worker *w, int fd, uint32_t events)
 {
 	int	i, n;
 
@@ -950,7 +950,13 @@ worker_woken_by(struct worker *w, int fd)
 		    &worker_poll[i]))
 			continue;
 		(void)worker_poll[i].read(worker_poll[i].arg, w);
-		worker_epoll_arm(w, &worker_poll[i], EPOLL_CTL_MOD);
+		/*
+		 * A broken uffd (an error or hang-up, which a client can
+		 * cause) would wake us at once for ever: left disarmed; the
+		 * loop's own watch reads it, fails and lets the region go.
+		 */
+		if (!(events & (EPOLLERR | EPOLLHUP)))
+			worker_epoll_arm(w, &worker_poll[i], EPOLL_CTL_MOD);
 		break;
 	}
 	pthread_rwlock_unlock(&worker_poll_lock);
@@ -1033,7 +1039,8 @@ worker_main(void *arg)
 				    errno != EINTR && errno != EAGAIN)
 					fatal("worker %d: read eventfd", w->id);
 			} else
-				worker_woken_by(w, ev[i].data.fd);
+				worker_woken_by(w, ev[i].data.fd,
+				    ev[i].events);
 		}
 	}
 	atomic_fetch_sub(&hpzd_busy, 1);
