@@ -53,6 +53,9 @@ struct cctx {
 	int			 waiting;	/* work queued, no thread
 						   allowed yet (a limit) */
 	pthread_cond_t		 cond;		/* work queued, or let go */
+	uint64_t		 mapped;	/* bytes of its client's files
+						   we map (a region holds x
+						   while it counts here) */
 };
 
 static pthread_mutex_t	 cctx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -438,6 +441,42 @@ pid_t
 cctx_pid(const struct cctx *x)
 {
 	return (x->pid);
+}
+
+/*
+ * The address space our mappings of x's client's files take: charged
+ * before the mmap, given back once the munmap is done (main thread; the
+ * mapping's holder keeps x).  A negative delta gives back.
+ */
+void
+cctx_mapped_add(struct cctx *x, int64_t delta)
+{
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&cctx_lock);
+	if (delta < 0 && (uint64_t)-delta > x->mapped) {
+		log_warnx("client pid %d: %llu mapped bytes given back, %llu "
+		    "held", (int)x->pid, (unsigned long long)-delta,
+		    (unsigned long long)x->mapped);
+		x->mapped = 0;
+	} else
+		x->mapped += (uint64_t)delta;
+	pthread_mutex_unlock(&cctx_lock);
+}
+
+/* What the contexts of uid (all uids: all != 0) have mapped. */
+uint64_t
+cctx_mapped(uid_t uid, int all)
+{
+	struct cctx	*x;
+	uint64_t	 n = 0;
+
+	pthread_mutex_lock(&cctx_lock);
+	TAILQ_FOREACH(x, &cctx_all, entry)
+		if (all || x->uid == uid)
+			n += x->mapped;
+	pthread_mutex_unlock(&cctx_lock);
+	return (n);
 }
 
 /*

@@ -50,6 +50,8 @@ struct cctx	*cctx_get(pid_t pid, uid_t uid);
 void		 cctx_hold(struct cctx *);
 void		 cctx_put(struct cctx *);
 pid_t		 cctx_pid(const struct cctx *);
+void		 cctx_mapped_add(struct cctx *, int64_t);
+uint64_t	 cctx_mapped(uid_t, int all);
 int		 cctx_submit(struct cctx *, struct cctx_job *,
 		    void (*)(struct cctx_job *), void (*)(struct cctx_job *),
 		    void *, const char *);

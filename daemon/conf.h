@@ -56,12 +56,14 @@ struct conf {
 	/* [limits], per uid; 0: unlimited.  Re-read on SIGHUP. */
 	int		 uid_clients;		/* clients */
 	int		 uid_regions;		/* regions */
-	uint64_t	 uid_bytes;		/* bytes */
+	uint64_t	 uid_bytes;		/* bytes (0: derived) */
 	uint64_t	 uid_state_bytes;	/* state_bytes */
 	uint64_t	 region_pages;		/* region_pages, a region */
 	int		 uid_stuck_contexts;	/* stuck_contexts */
 	int		 uid_contexts;		/* contexts */
 	int		 ctx_threads;		/* threads (0: derived) */
+	uint64_t	 map_bytes;		/* map_bytes, all uids
+						   (0: derived) */
 	/* [pool]: re-read on SIGHUP. */
 	int		 pool;			/* enable */
 	uint64_t	 pool_size[POOL_NSIZES][TOPO_NODES_MAX]; /* size_2m,

@@ -3,8 +3,12 @@
  * [limits] on each uid (its connections, regions, bytes, page state), a
  * uid's usage, and SIGHUP's settings reaching every client and region.
  */
+#include <sys/resource.h>
+
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "hpz-protocol.h"
 #include "hpz-state.h"
@@ -26,8 +30,54 @@
 /* [limits] in force; 0: unlimited (region_pages lives in region.c). */
 static int		 control_uid_clients;
 static int		 control_uid_regions;
-static uint64_t		 control_uid_bytes;
+static uint64_t		 control_uid_bytes;	/* in force: derived if 0 */
 static uint64_t		 control_uid_state_bytes;
+static uint64_t		 control_map_max;	/* map_bytes in force */
+
+#define GIB_UP(b)	(((b) + (1ULL << 30) - 1) >> 30)
+
+/*
+ * The address space a process of ours has: the top of the stack's
+ * mapping rounded up to a power of two (2^47 on x86-64 with four-level
+ * page tables, and with five levels too, since mmap stays below 2^47
+ * unless asked), or RLIMIT_AS if that is lower.  128 TiB if unknown.
+ */
+static uint64_t
+control_address_space(void)
+{
+	struct rlimit	 rl;
+	FILE		*f;
+	char		 line[512];
+	uint64_t	 top = 0, lo, hi, as = 1ULL << 47;
+
+	if ((f = fopen("/proc/self/maps", "re")) != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strstr(line, "[stack]") != NULL &&
+			    sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) == 2)
+				top = hi;
+		fclose(f);
+	}
+	if (top != 0) {
+		as = 1;
+		while (as < top && as < (1ULL << 62))
+			as <<= 1;
+	}
+	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (uint64_t)rl.rlim_cur < as)
+		as = (uint64_t)rl.rlim_cur;
+	return (as);
+}
+
+/*
+ * [limits] map_bytes = 0: half our address space, the other half kept for
+ * what the daemon itself maps (its threads' stacks, its heap, the pool's
+ * files, a restart's regions).
+ */
+uint64_t
+control_map_derived(void)
+{
+	return (control_address_space() / 2);
+}
 
 /* The limits, from the settings (0: unlimited). */
 void
@@ -35,9 +85,19 @@ control_limits(const struct conf *c)
 {
 	control_uid_clients = c->uid_clients;
 	control_uid_regions = c->uid_regions;
-	control_uid_bytes = c->uid_bytes;
+	control_map_max = c->map_bytes > 0 ? c->map_bytes :
+	    control_map_derived();
+	/* A uid's share: a quarter of the whole unless set. */
+	control_uid_bytes = c->uid_bytes > 0 ? c->uid_bytes :
+	    control_map_max / 4;
 	control_uid_state_bytes = c->uid_state_bytes;
 	region_limits(c->region_pages);
+	log_info("limits: clients' files mapped at most %llu GiB in all "
+	    "([limits] map_bytes%s), %llu GiB a uid ([limits] bytes%s)",
+	    (unsigned long long)(control_map_max >> 30),
+	    c->map_bytes > 0 ? "" : ": half the address space",
+	    (unsigned long long)(control_uid_bytes >> 30),
+	    c->uid_bytes > 0 ? "" : ": a quarter of map_bytes");
 	cctx_limits(c->uid_stuck_contexts, c->uid_contexts,
 	    c->ctx_threads > 0 ? c->ctx_threads : cctx_threads_derived());
 }
@@ -90,9 +150,10 @@ control_uid_usage(uid_t uid, int *clients, int *regions, uint64_t *bytes,
 		if (!c->orphan)		/* not a connection */
 			(*clients)++;
 		*regions += (int)c->nregions;
-		*bytes += c->bytes;
 		*state_bytes += c->state_bytes;
 	}
+	/* Registered, and on the way in (a probe) or out (a teardown). */
+	*bytes = cctx_mapped(uid, 0);
 }
 
 /* The limits in force and what uid holds, for a status reply. */
@@ -116,30 +177,23 @@ control_fill_limits(struct hpz_msg_status_reply *s, uid_t uid)
 }
 
 /*
- * May uid register one more region of len bytes and npages pages?  0, or
- * -EDQUOT with the limit and its setting in why.
+ * May uid register one more region of npages pages?  0, or -EDQUOT with
+ * the limit and its setting in why.  (Its bytes were charged before its
+ * probe mapped them: control_map_take.)
  */
 int
-control_check_quota(struct client *c, uint64_t len, uint64_t npages,
-    char *why, size_t whylen)
+control_check_quota(struct client *c, uint64_t npages, char *why,
+    size_t whylen)
 {
 	uint64_t	bytes, sbytes, need = HPZ_STATE_SIZE(npages);
 	int		nc, nr;
 
 	control_uid_usage(c->uid, &nc, &nr, &bytes, &sbytes);
+	(void)bytes;
 	if (control_uid_regions > 0 && nr >= control_uid_regions) {
 		snprintf(why, whylen, "uid %u has %d regions, the most it may "
 		    "have ([limits] regions in hpzerod.conf)",
 		    (unsigned)c->uid, nr);
-		return (-EDQUOT);
-	}
-	if (control_uid_bytes > 0 && (bytes > control_uid_bytes ||
-	    len > control_uid_bytes - bytes)) {
-		snprintf(why, whylen, "uid %u would have %llu bytes "
-		    "registered, over the limit of %llu ([limits] bytes in "
-		    "hpzerod.conf)",
-		    (unsigned)c->uid, (unsigned long long)(bytes + len),
-		    (unsigned long long)control_uid_bytes);
 		return (-EDQUOT);
 	}
 	if (control_uid_state_bytes > 0 && (sbytes > control_uid_state_bytes ||
@@ -177,4 +231,44 @@ control_check_clients(pid_t pid, uid_t uid, char *why, size_t whylen)
 		}
 	}
 	return (0);
+}
+
+/*
+ * Charge len bytes of address space to x (the context of c's process)
+ * before a probe maps a region of c's: 0, or -EDQUOT with the limit in
+ * why, its uid's share ([limits] bytes) or all uids' ([limits]
+ * map_bytes).  What is charged stays so until the munmap is done, on
+ * x's thread: control_map_give back then, on the loop.
+ */
+int
+control_map_take(struct client *c, struct cctx *x, uint64_t len, char *why,
+    size_t whylen)
+{
+	uint64_t	mine = cctx_mapped(c->uid, 0), all = cctx_mapped(0, 1);
+
+	if (mine > control_uid_bytes || len > control_uid_bytes - mine) {
+		snprintf(why, whylen, "uid %u would have %llu GiB of files "
+		    "mapped by hpzerod (registered or being let go), over "
+		    "its %llu GiB ([limits] bytes in hpzerod.conf)",
+		    (unsigned)c->uid, (unsigned long long)GIB_UP(mine + len),
+		    (unsigned long long)(control_uid_bytes >> 30));
+		return (-EDQUOT);
+	}
+	if (all > control_map_max || len > control_map_max - all) {
+		snprintf(why, whylen, "hpzerod would map %llu GiB of its "
+		    "clients' files, over its %llu GiB for all users "
+		    "([limits] map_bytes in hpzerod.conf)",
+		    (unsigned long long)GIB_UP(all + len),
+		    (unsigned long long)(control_map_max >> 30));
+		return (-EDQUOT);
+	}
+	cctx_mapped_add(x, (int64_t)len);
+	return (0);
+}
+
+/* The munmap of what control_map_take charged is done (main thread). */
+void
+control_map_give(struct cctx *x, uint64_t len)
+{
+	cctx_mapped_add(x, -(int64_t)len);
 }

@@ -12,6 +12,7 @@
 #include "hpz-protocol.h"
 #include "region.h"
 
+struct cctx;
 struct conf;
 
 void		 control_limits(const struct conf *);
@@ -19,8 +20,12 @@ void		 control_reload(const struct conf *);
 void		 control_uid_usage(uid_t, int *clients, int *regions,
 		    uint64_t *bytes, uint64_t *state_bytes);
 void		 control_fill_limits(struct hpz_msg_status_reply *, uid_t);
-int		 control_check_quota(struct client *, uint64_t len,
-		    uint64_t npages, char *why, size_t whylen);
+int		 control_check_quota(struct client *, uint64_t npages,
+		    char *why, size_t whylen);
+uint64_t	 control_map_derived(void);
+int		 control_map_take(struct client *, struct cctx *, uint64_t,
+		    char *, size_t);
+void		 control_map_give(struct cctx *, uint64_t);
 int		 control_check_clients(pid_t, uid_t, char *why,
 		    size_t whylen);
 

@@ -336,8 +336,10 @@ control_probe_found(struct client *c, struct cctx *x, struct control_probe *p)
 	npages = p->m.len / p->m.page_size;
 	if ((error = region_check_pages(npages, p->m.page_size, why,
 	    sizeof(why))) != 0 || (error = control_check_quota(c,
-	    p->m.len, npages, why, sizeof(why))) != 0 ||
-	    (error = cctx_uid_refused(c->uid, why, sizeof(why))) != 0) {
+	    npages, why, sizeof(why))) != 0 ||
+	    (error = cctx_uid_refused(c->uid, why, sizeof(why))) != 0 ||
+	    (error = control_map_take(c, x, p->m.len, why,
+	    sizeof(why))) != 0) {
 		control_probe_close(x, p);
 		return (control_refuse(c, p->seq, error, "register", why) ==
 		    -1 ? -1 : 0);
@@ -357,8 +359,10 @@ control_probe_done(struct cctx_job *j)
 
 	if (cctx_job_error(j) != 0) {
 		/* Refused before it ran (a limit, no thread): say why. */
-		if (p->phase == 1)
+		if (p->phase == 1) {
 			p->error = error = cctx_job_error(j);
+			control_map_give(x, p->m.len);	/* never mapped */
+		}
 		snprintf(p->why, sizeof(p->why), "%s", cctx_job_why(j));
 		control_probe_close(x, p);
 		if (c == NULL || c->broken) {
@@ -388,6 +392,9 @@ control_probe_done(struct cctx_job *j)
 			control_resume(c);
 		goto out;
 	}
+	/* A failed probe has let go of its mapping already. */
+	if (error != 0)
+		control_map_give(x, p->m.len);
 	if (c == NULL || c->broken) {
 		if (error == 0)
 			region_discard(x, p->r);
@@ -395,8 +402,8 @@ control_probe_done(struct cctx_job *j)
 			control_resume(c);	/* its read drops it */
 		goto out;
 	}
-	if (error == 0 && (error = control_check_quota(c, p->r->len,
-	    p->r->npages, p->why, sizeof(p->why))) == 0)
+	if (error == 0 && (error = control_check_quota(c, p->r->npages,
+	    p->why, sizeof(p->why))) == 0)
 		error = region_attach(c, p->r, p->why, sizeof(p->why));
 	if (error != 0) {
 		if (p->error == 0)

@@ -345,6 +345,8 @@ region_create(struct client *c, const struct hpz_msg_register *m, int uffd,
 		region_free_probed(r);
 		return (error);
 	}
+	/* Its owner's address space: counted, never refused (it is ours). */
+	cctx_mapped_add(r->ctx, (int64_t)r->len);
 	*out = r;
 	return (0);
 }
@@ -645,6 +647,8 @@ region_teardown_done(struct cctx_job *j)
 
 	if (r->then != NULL)
 		r->then(r->then_arg);
+	/* Unmapped now: the address space is its uid's again. */
+	cctx_mapped_add(r->ctx, -(int64_t)r->len);
 	cctx_put(r->ctx);
 	resolve_table_destroy(&r->rt);
 	pthread_mutex_destroy(&r->lock);
@@ -712,29 +716,46 @@ region_discard_work(struct cctx_job *j)
 	close(fds[2]);
 }
 
+/* A discard's job, and the address space its probe was charged. */
+struct region_discard {
+	struct cctx_job	 job;
+	uint64_t	 len;
+};
+
 static void
 region_discard_done(struct cctx_job *j)
 {
-	struct cctx	*x = j->ctx;
+	struct region_discard	*d = (struct region_discard *)j;
+	struct cctx		*x = j->ctx;
 
-	free(j);
+	cctx_mapped_add(x, -(int64_t)d->len);	/* unmapped now */
+	free(d);
 	cctx_put(x);
 }
 
+/*
+ * Let go of a probed region that will not be attached (main thread), on
+ * x's thread; the address space charged to x for it (control_map_take)
+ * is given back once it is unmapped.
+ */
 void
 region_discard(struct cctx *x, struct region *r)
 {
-	struct cctx_job	*j;
+	struct region_discard	*d;
 
-	if ((j = calloc(1, sizeof(*j))) == NULL) {
+	if ((d = calloc(1, sizeof(*d))) == NULL) {
+		uint64_t	len = r->len;
+
 		/* No memory for the job: on the loop, as before contexts. */
 		region_discard_work(&(struct cctx_job){ .arg = r });
+		cctx_mapped_add(x, -(int64_t)len);
 		return;
 	}
+	d->len = r->len;
 	if (x != NULL)
 		cctx_hold(x);
-	(void)cctx_submit(x, j, region_discard_work, region_discard_done, r,
-	    "a refused register's close of its fds");
+	(void)cctx_submit(x, &d->job, region_discard_work,
+	    region_discard_done, r, "a refused register's close of its fds");
 }
 
 static struct region *

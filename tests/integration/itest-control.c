@@ -2652,3 +2652,363 @@ Test(control, accept_out_of_fds_stops_and_says_so_once, .timeout = 120)
 	close(fd);
 	ctl_daemon_own_end(&d);
 }
+
+/* ---- address space: what the daemon maps of its clients' files --------- */
+
+/*
+ * Every region is mapped whole in the daemon (MAP_NORESERVE): sparse
+ * hugetlb files of terabytes cost a client nothing and the daemon its
+ * address space.  On cef46ec one uid filled 127.9 TiB of it in seconds and
+ * every other client's register then failed (ENOMEM).  [limits] bytes (a
+ * uid's share, a quarter of map_bytes) and map_bytes (all uids, half the
+ * address space) bound it, and a region's bytes stay charged until the
+ * daemon has really unmapped it.
+ */
+#define CTL_SPACE_UFFDS	48
+
+struct ctl_space {
+	int		uffds[CTL_SPACE_UFFDS];
+	int		socks[CTL_SPACE_UFFDS];	/* a connection a region */
+	int		n;		/* regions registered */
+	uint64_t	total;		/* their bytes */
+	int		error;		/* the last refusal */
+	char		text[HPZ_REPLY_TEXT];
+};
+
+/* A uffd for hugetlb ranges, made as root (another uid may not). */
+static int
+ctl_space_uffd(void)
+{
+	struct uffdio_api	api;
+	int			fd;
+
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd == -1)
+		_exit(40);
+	memset(&api, 0, sizeof(api));
+	api.api = UFFD_API;
+	api.features = UFFD_FEATURE_MISSING_HUGETLBFS |
+	    UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_EXACT_ADDRESS;
+	if (ioctl(fd, UFFDIO_API, &api) == -1)
+		_exit(41);
+	return (fd);
+}
+
+/* As root: uffds for the regions to come, then become uid 65534. */
+static void
+ctl_space_prepare(struct ctl_space *s)
+{
+	int	i;
+
+	memset(s, 0, sizeof(*s));
+	for (i = 0; i < CTL_SPACE_UFFDS; i++)
+		s->uffds[i] = ctl_space_uffd();
+	if (setgid(65534) != 0 || setuid(65534) != 0)
+		_exit(42);
+}
+
+/*
+ * One sparse hugetlb region of len bytes registered on sock with uffd:
+ * the daemon's answer (0 or -errno, its text in s), or 1 if this process
+ * cannot map it itself.  Our own mapping goes once it is answered (the
+ * daemon keeps its own: that is the point).
+ */
+static int
+ctl_space_register(struct ctl_space *s, int sock, int uffd, uint64_t len,
+    uint32_t seq)
+{
+	struct uffdio_register	ur;
+	struct hpz_msg_register	reg;
+	struct hpz_msg		m;
+	void			*a;
+	int			fds[3], fd, sfd;
+
+	if ((fd = memfd_create("itest-space", MFD_CLOEXEC | MFD_HUGETLB)) ==
+	    -1 || ftruncate(fd, (off_t)len) == -1)
+		_exit(43);
+	a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED |
+	    MAP_NORESERVE, fd, 0);
+	if (a == MAP_FAILED) {
+		close(fd);
+		return (1);
+	}
+	memset(&ur, 0, sizeof(ur));
+	ur.range.start = (uintptr_t)a;
+	ur.range.len = len;
+	ur.mode = UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_MINOR;
+	if (ioctl(uffd, UFFDIO_REGISTER, &ur) == -1)
+		_exit(44);
+	sfd = memfd_create("itest-space-state", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING);
+	if (sfd == -1 || ftruncate(sfd, (off_t)HPZ_STATE_SIZE(len >> 21)) ==
+	    -1 || fcntl(sfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == -1)
+		_exit(45);
+	proto_init(&reg, HPZ_MSG_REGISTER, sizeof(reg), seq);
+	reg.addr = (uintptr_t)a;
+	reg.len = len;
+	reg.offset = 0;
+	reg.page_size = 2 * 1024 * 1024;
+	reg.uffd_features = UFFD_FEATURE_MISSING_HUGETLBFS |
+	    UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_EXACT_ADDRESS;
+	reg.uffd_ioctls = ur.ioctls;
+	fds[0] = uffd;
+	fds[1] = fd;
+	fds[2] = sfd;
+	if (proto_send(sock, &reg, sizeof(reg), fds, 3) !=
+	    (ssize_t)sizeof(reg) || ctl_attacker_reply(sock, &m) != 0)
+		_exit(46);
+	munmap(a, len);
+	close(fd);
+	close(sfd);
+	s->error = m.u.reply.error;
+	snprintf(s->text, sizeof(s->text), "%s", m.u.reply.text);
+	return (m.u.reply.error);
+}
+
+/*
+ * Register sparse regions of 8 TiB, then halves of that whenever refused
+ * (or our own address space is full), down to 1 GiB: as much of the
+ * daemon's address space as it lets this uid have.  A connection a region:
+ * ours is unmapped once answered, and the next lands at the same address,
+ * which one connection may not register twice.
+ */
+static void
+ctl_space_fill(struct ctl_space *s)
+{
+	uint64_t	len = 8ULL << 40;
+	int		rc, sock;
+
+	while (len >= (1ULL << 30) && s->n < CTL_SPACE_UFFDS) {
+		sock = itest_raw_connect();
+		rc = ctl_space_register(s, sock, s->uffds[s->n], len,
+		    (uint32_t)(100 + s->n));
+		if (rc == 0) {
+			s->socks[s->n] = sock;
+			s->total += len;
+			s->n++;
+			continue;
+		}
+		close(sock);
+		if (rc == 1 || rc == -EDQUOT || rc == -ENOMEM)
+			len /= 2;
+		else
+			break;
+	}
+}
+
+static void
+ctl_space_verdict(int wfd, const struct ctl_space *s)
+{
+	struct ctl_verdict	v;
+
+	memset(&v, 0, sizeof(v));
+	v.error = s->error;
+	v.replies = s->n;
+	snprintf(v.text, sizeof(v.text), "%d regions, %llu GiB; the last "
+	    "refusal: %.*s", s->n, (unsigned long long)(s->total >> 30),
+	    (int)sizeof(v.text) - 48, s->text);
+	(void)write(wfd, &v, sizeof(v));
+}
+
+static void
+ctl_attack_space(int wfd)
+{
+	struct ctl_space	s;
+
+	ctl_space_prepare(&s);
+	ctl_space_fill(&s);
+	(void)write(wfd, "r", 1);
+	ctl_space_verdict(wfd, &s);
+	pause();
+}
+
+/* The daemon's address space (VmSize), in GiB. */
+static uint64_t
+ctl_daemon_vm_gib(void)
+{
+	const char	*p = getenv("HPZD_PID");
+	char		 path[64], line[256];
+	unsigned long long kib = 0;
+	FILE		*f;
+
+	cr_assert_not_null(p);
+	snprintf(path, sizeof(path), "/proc/%s/status", p);
+	cr_assert_not_null(f = fopen(path, "r"));
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmSize: %llu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return ((uint64_t)kib >> 20);
+}
+
+/* The daemon's address space is back within 1 GiB of base (a bound). */
+static void
+ctl_daemon_vm_back(const char *name, uint64_t base)
+{
+	uint64_t	now = 0;
+	int		i;
+
+	for (i = 0; i < 300 * itest_wait_scale(); i++) {
+		if ((now = ctl_daemon_vm_gib()) <= base + 1)
+			return;
+		usleep(100 * 1000);
+	}
+	cr_assert_fail("%s: the daemon maps %llu GiB 30 s after the attacker "
+	    "went, %llu GiB before it came", name, (unsigned long long)now,
+	    (unsigned long long)base);
+}
+
+/*
+ * Another uid fills what it can of the daemon's address space beside the
+ * honest client: it is refused at its uid's share ([limits] bytes), the
+ * honest client's registers keep being answered, and the daemon's
+ * mappings go once the attacker does.
+ */
+Test(control, address_space_of_one_uid_is_bounded, .timeout = 180)
+{
+	const char		*name = "sparse hugetlb regions, 8 TiB and halves";
+	struct ctl_sockmode	 so;
+	struct ctl_verdict	 v;
+	uint64_t		 base = ctl_daemon_vm_gib();
+
+	itest_need_pages(2048, 16);
+	ctl_socket_for_all(&so);
+	ctl_beside(ctl_attack_space, name, &v, 1);
+	ctl_socket_restore(&so);
+	printf("%s: the daemon mapped %llu GiB before\n", name,
+	    (unsigned long long)base);
+	fflush(stdout);
+	cr_assert_eq(v.error, -EDQUOT, "%s: %d (%s)", name, v.error, v.text);
+	cr_assert_not_null(strstr(v.text, "[limits] bytes"), "%s: %s", name,
+	    v.text);
+	ctl_daemon_vm_back(name, base);
+}
+
+/*
+ * A uid's bytes are its own until the daemon has unmapped them: process A
+ * of uid 65534 fills its share, then gets its connection dropped with a
+ * descriptor whose close never returns (a FUSE server that never answers
+ * FLUSH), so its regions' teardowns wait behind that close on its context
+ * and the daemon keeps their mappings.  Process B of the same uid is
+ * refused meanwhile; once the server goes, the mappings go and B's
+ * register is answered.  (On cef46ec a region's bytes were given back as
+ * its teardown was queued: B got them again while A's were still mapped.)
+ */
+static void
+ctl_attack_space_then_stuck(int wfd)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int))];
+	}			 cm;
+	struct ctl_space	 s;
+	struct msghdr		 mh;
+	struct iovec		 iov;
+	struct cmsghdr		*c;
+	char			 junk[64];
+	int			 sock, fd, i;
+
+	if ((fd = open(ctl_fu.file, O_RDONLY | O_CLOEXEC)) == -1)
+		_exit(30);
+	ctl_space_prepare(&s);
+	ctl_space_fill(&s);
+	if (s.n == 0)
+		_exit(32);
+	sock = s.socks[0];
+	/*
+	 * Junk with the FUSE fd on the first connection: dropped, its close
+	 * stuck on our context; the others' teardowns queue behind it.
+	 */
+	memset(junk, 0xa5, sizeof(junk));
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = junk;
+	iov.iov_len = sizeof(junk);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) == -1)
+		_exit(31);
+	usleep(200 * 1000);
+	for (i = 1; i < s.n; i++)
+		close(s.socks[i]);
+	(void)write(wfd, "r", 1);
+	ctl_space_verdict(wfd, &s);
+	pause();	/* our own close of fd would hang: we die instead */
+}
+
+/* Process B: one 1 GiB region as uid 65534; its answer as exit status. */
+static int
+ctl_space_one(void)
+{
+	struct ctl_space	s;
+	pid_t			pid;
+	int			status, rc;
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		memset(&s, 0, sizeof(s));
+		s.uffds[0] = ctl_space_uffd();
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(42);
+		rc = ctl_space_register(&s, itest_raw_connect(), s.uffds[0],
+		    1ULL << 30, 1);
+		printf("uid 65534, another process: 1 GiB: %d (%s)\n", rc,
+		    s.text);
+		fflush(stdout);
+		_exit(rc == 0 ? 0 : rc == -EDQUOT &&
+		    strstr(s.text, "[limits] bytes") != NULL ? 1 : 2);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "process B: 0x%x", status);
+	return (WEXITSTATUS(status));
+}
+
+Test(control, address_space_charged_until_unmapped, .timeout = 180)
+{
+	const char		*name = "a uid's share while its teardowns wait";
+	struct ctl_sockmode	 so;
+	struct ctl_verdict	 v;
+	pid_t			 attacker;
+	uint64_t		 base = ctl_daemon_vm_gib(), held;
+	int			 arfd, got, b;
+
+	ctl_fuse_start(&ctl_fu, "noflush");
+	ctl_socket_for_all(&so);
+	attacker = ctl_attacker_start(ctl_attack_space_then_stuck, &arfd);
+	got = ctl_attacker_verdict(arfd, &v, 1000);
+	cr_assert(got, "%s: the attacker had no answer", name);
+	printf("%s: %s\n", name, v.text);
+	fflush(stdout);
+	cr_expect_eq(v.error, -EDQUOT, "%s: %d (%s)", name, v.error, v.text);
+	usleep(500 * 1000);	/* its drop reached the daemon */
+	held = ctl_daemon_vm_gib();
+	b = ctl_space_one();
+	printf("%s: the daemon maps %llu GiB (%llu before); process B: %s\n",
+	    name, (unsigned long long)held, (unsigned long long)base,
+	    b == 0 ? "registered" : b == 1 ? "refused, [limits] bytes" :
+	    "other");
+	fflush(stdout);
+	cr_expect_gt(held, base + 1024, "%s: the dropped connection's "
+	    "regions are no longer mapped (%llu GiB): nothing waited", name,
+	    (unsigned long long)held);
+	cr_expect_eq(b, 1, "%s: another process of the uid got address space "
+	    "its first process's regions still hold", name);
+	/* The server goes: the closes, then the teardowns, run. */
+	ctl_fuse_stop(&ctl_fu);
+	ctl_daemon_vm_back(name, base);
+	cr_expect_eq(ctl_space_one(), 0, "%s: once unmapped, the uid's share "
+	    "was not given back", name);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_socket_restore(&so);
+	ctl_daemon_same();
+	ctl_closed_all(name);
+}
