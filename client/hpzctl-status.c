@@ -178,6 +178,11 @@ hpzctl_limits(const struct hpz_status *st)
 		snprintf(b1, sizeof b1, "%llu", st->limit_region_pages);
 	printf("  %-18s %s pages a region, %llu regions a connection\n",
 	    "limits, a region:", b1, st->limit_conn_regions);
+	printf("  %-18s clients' files mapped %s, context threads %s,\n"
+	    "  %-18s client contexts at work %llu a uid\n", "limits, all:",
+	    hpzctl_limit(st->limit_map_bytes, st->map_bytes, 1, b2,
+	    sizeof b2), hpzctl_limit(st->limit_threads, st->ctx_threads, 0,
+	    b3, sizeof b3), "", st->limit_uid_contexts);
 	if (st->fds_closing > 0)
 		printf("  %-18s %llu passed fds still being closed\n",
 		    "closing:", st->fds_closing);

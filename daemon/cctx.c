@@ -464,6 +464,18 @@ cctx_mapped_add(struct cctx *x, int64_t delta)
 	pthread_mutex_unlock(&cctx_lock);
 }
 
+/* [limits] contexts and threads in force, and the threads at work now. */
+void
+cctx_thread_figures(uint64_t *uid_max, uint64_t *threads_max,
+    uint64_t *threads)
+{
+	pthread_mutex_lock(&cctx_lock);
+	*uid_max = (uint64_t)cctx_uid_max;
+	*threads_max = (uint64_t)cctx_threads_max;
+	*threads = (uint64_t)cctx_threads;
+	pthread_mutex_unlock(&cctx_lock);
+}
+
 /* What the contexts of uid (all uids: all != 0) have mapped. */
 uint64_t
 cctx_mapped(uid_t uid, int all)

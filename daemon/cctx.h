@@ -52,6 +52,7 @@ void		 cctx_put(struct cctx *);
 pid_t		 cctx_pid(const struct cctx *);
 void		 cctx_mapped_add(struct cctx *, int64_t);
 uint64_t	 cctx_mapped(uid_t, int all);
+void		 cctx_thread_figures(uint64_t *, uint64_t *, uint64_t *);
 int		 cctx_submit(struct cctx *, struct cctx_job *,
 		    void (*)(struct cctx_job *), void (*)(struct cctx_job *),
 		    void *, const char *);

@@ -169,6 +169,10 @@ control_fill_limits(struct hpz_msg_status_reply *s, uid_t uid)
 	s->limit_uid_state_bytes = control_uid_state_bytes;
 	s->limit_region_pages = region_limit_pages();
 	s->limit_conn_regions = HPZD_REGIONS_PER_CLIENT;
+	s->limit_map_bytes = control_map_max;
+	s->map_bytes = cctx_mapped(0, 1);
+	cctx_thread_figures(&s->limit_uid_contexts, &s->limit_threads,
+	    &s->ctx_threads);
 	control_uid_usage(uid, &nc, &nr, &bytes, &sbytes);
 	s->uid_clients = (uint64_t)nc;
 	s->uid_regions = (uint64_t)nr;

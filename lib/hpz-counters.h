@@ -135,7 +135,7 @@
 	V(limit_uid_regions, gauge, "", "", "",				\
 	    "Regions a uid may hold.")					\
 	V(limit_uid_bytes, gauge, "bytes", "", "",			\
-	    "Bytes a uid may register.")				\
+	    "Bytes of a uid's files the daemon may map.")				\
 	V(limit_uid_state_bytes, gauge, "bytes", "", "",		\
 	    "Page-state bytes a uid may hold.")				\
 	V(limit_region_pages, gauge, "pages", "", "",			\
@@ -147,7 +147,7 @@
 	V(uid_regions, gauge, "", "", "",				\
 	    "Regions the asking uid holds.")				\
 	V(uid_bytes, gauge, "bytes", "", "",				\
-	    "Bytes the asking uid has registered.")			\
+	    "Bytes of the asking uid's files the daemon maps now.")			\
 	V(uid_state_bytes, gauge, "bytes", "", "",			\
 	    "Page-state bytes the asking uid holds.")			\
 	V(fds_closing, gauge, "", "", "",				\
@@ -223,6 +223,23 @@
 	V(cost_served_ns, gauge, "ns", "", "",				\
 	    "A garbage 2 MiB fault of late, read to answer (0: none).")
 
+/*
+ * What all clients share and its bounds (hpzerod.conf(5) [limits]):
+ * the daemon's address space its mappings of clients' files take
+ * (control-limits.c), the client contexts' threads (cctx.c); last.
+ */
+#define HPZ_COUNTERS_SHARED(D, V)					\
+	V(limit_map_bytes, gauge, "bytes", "", "",			\
+	    "Bytes of clients' files the daemon may map, all uids.")	\
+	V(map_bytes, gauge, "bytes", "client_mapped_bytes", "",		\
+	    "Bytes of clients' files the daemon maps now, all uids.")	\
+	V(limit_uid_contexts, gauge, "", "", "",			\
+	    "Client contexts a uid may have at work.")			\
+	V(limit_threads, gauge, "", "", "",				\
+	    "Threads all client contexts may have.")			\
+	V(ctx_threads, gauge, "", "client_context_threads", "",		\
+	    "Threads client contexts have now.")
+
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
 	HPZ_COUNTERS_DAEMON(D, V)					\
@@ -235,6 +252,7 @@
 	HPZ_COUNTERS_INTERCEPT(D, V)					\
 	HPZ_COUNTERS_SPARE(D, V)					\
 	HPZ_COUNTERS_CCTX(D, V)						\
-	HPZ_COUNTERS_COST_LIVE(D, V)
+	HPZ_COUNTERS_COST_LIVE(D, V)					\
+	HPZ_COUNTERS_SHARED(D, V)
 
 #endif /* HPZ_COUNTERS_H */
