@@ -513,7 +513,7 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now, int more)
  * Give n pages of p back (lock held on entry, released on return): from
  * the file that holds most, first any pages past a failure.
  */
-static int
+int
 pool_cut(struct pool *p, uint64_t n, int yield)
 {
 	struct pool_file	*f = NULL, *g;
@@ -600,6 +600,22 @@ pool_owed_end(struct pool *p)
 }
 
 /*
+ * Is p's hold for the host (pool-hold.c) over: past its bound, or others
+ * took as many pages as it holds since it was set (a plain guest mapped
+ * them)?  Ends it if so (lock held).
+ */
+int
+pool_hold_over(struct pool *p, uint64_t now)
+{
+	if (p->hold == 0)
+		return (1);
+	if (now < p->hold_until && p->level + (int64_t)p->hold > p->hold_mark)
+		return (0);
+	p->hold = 0;
+	return (1);
+}
+
+/*
  * May p take a page now, as far as the other programs are concerned?
  * While their runnable threads take every online CPU (ours, workers and
  * fillers awake, do not count: cost_demand), a refill would take memory
@@ -646,6 +662,13 @@ again:
 	    p->level + (int64_t)p->owed <= p->owed_mark ||
 	    pool_taker_gone(p->owed_pidfd)))
 		pool_owed_end(p);
+	/*
+	 * Pages asked for the host (hpzctl reserve): what it keeps free is
+	 * at least as many, given back here too if a cut on the main thread
+	 * could not have them (a file in flight).
+	 */
+	if (!pool_hold_over(p, now) && p->hold > reserve)
+		reserve = p->hold;
 	held = pool_held(p);
 	target = atomic_load(&p->target);
 	act = pool_decide(atomic_load(&pool_on), p->avail,
