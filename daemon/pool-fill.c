@@ -600,19 +600,25 @@ pool_owed_end(struct pool *p)
 }
 
 /*
- * Is p's hold for the host (pool-hold.c) over: past its bound, or others
- * took as many pages as it holds since it was set (a plain guest mapped
- * them)?  Ends it if so (lock held).
+ * What is left of p's hold for the host (pool-hold.c): the pages it holds
+ * less those others have taken since it was set (a plain guest mapping
+ * them: the pool must not give back again for what the guest already has);
+ * 0 once that is nothing or its bound has passed, which ends it (lock
+ * held).
  */
-int
-pool_hold_over(struct pool *p, uint64_t now)
+uint64_t
+pool_hold_left(struct pool *p, uint64_t now)
 {
+	int64_t	taken;
+
 	if (p->hold == 0)
-		return (1);
-	if (now < p->hold_until && p->level + (int64_t)p->hold > p->hold_mark)
 		return (0);
-	p->hold = 0;
-	return (1);
+	taken = p->hold_mark - p->level;
+	if (now >= p->hold_until || (taken > 0 && (uint64_t)taken >= p->hold)) {
+		p->hold = 0;
+		return (0);
+	}
+	return (taken > 0 ? p->hold - (uint64_t)taken : p->hold);
 }
 
 /*
@@ -667,8 +673,8 @@ again:
 	 * at least as many, given back here too if a cut on the main thread
 	 * could not have them (a file in flight).
 	 */
-	if (!pool_hold_over(p, now) && p->hold > reserve)
-		reserve = p->hold;
+	if ((n = pool_hold_left(p, now)) > reserve)
+		reserve = n;
 	held = pool_held(p);
 	target = atomic_load(&p->target);
 	act = pool_decide(atomic_load(&pool_on), p->avail,

@@ -131,7 +131,7 @@ void		 pool_host_level(const struct pool *, int64_t *, int64_t *,
 		    uint64_t *, uint64_t *);
 void		 pool_took_begin(int, uint64_t);
 void		 pool_owed_end(struct pool *);
-int		 pool_hold_over(struct pool *, uint64_t now);
+uint64_t	 pool_hold_left(struct pool *, uint64_t now);
 int		 pool_cut(struct pool *, uint64_t n, int yield);
 void		 pool_took_end(int, uint64_t, uint64_t);
 void		 pool_recount(struct pool *);

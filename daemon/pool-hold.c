@@ -5,9 +5,9 @@
  * free page above [pool] reserve_2m.  A request for N pages of a size sets
  * a hold on the pools of that size: they give pages back at once (cut on
  * the main thread, our own files), and their fillers keep the host's free
- * count at N or more (pool_step reads the hold as a larger reserve) until
- * others have taken N pages since (the guest mapped them) or the hold's
- * bound passes.  The answer comes once the host has them free, or says why
+ * count at N, less what others have taken since, or more (pool_step reads
+ * the hold as a larger reserve) until others have taken N pages (the guest
+ * mapped them) or the hold's bound passes.  The answer comes once the host has them free, or says why
  * not.
  *
  * Bounds: a hold lasts at most POOL_HOLD_MAX_MS, is never more than what
@@ -126,12 +126,11 @@ pool_hold_info(struct pool *p, uint64_t *pages, uint64_t *ms, uint32_t *uid)
 	uint64_t	now = stats_now_ns();
 
 	pthread_mutex_lock(&p->lock);
-	if (p->hold > 0 && now < p->hold_until) {
-		*pages = p->hold;
+	if ((*pages = pool_hold_left(p, now)) > 0) {
 		*ms = (p->hold_until - now) / 1000000ULL + 1;
 		*uid = (uint32_t)p->hold_uid;
 	} else
-		*pages = *ms = *uid = 0;
+		*ms = *uid = 0;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -152,13 +151,11 @@ hold_set(int psi, uint64_t want, uint64_t ms, uid_t uid, uint64_t room)
 		if ((p = pool_get(psi, node)) == NULL || p->page_size == 0)
 			continue;
 		pthread_mutex_lock(&p->lock);
-		left = 0;
-		if (p->hold > 0 && now < p->hold_until) {
-			/* What others have not taken yet of the earlier one. */
-			taken = p->hold_mark - low;
-			left = taken <= 0 ? p->hold : (uint64_t)taken >=
-			    p->hold ? 0 : p->hold - (uint64_t)taken;
-		}
+		/* What others have not taken yet of an earlier one. */
+		taken = p->hold_mark - low;
+		left = p->hold > 0 && now < p->hold_until ? (taken <= 0 ?
+		    p->hold : (uint64_t)taken >= p->hold ? 0 : p->hold -
+		    (uint64_t)taken) : 0;
 		/* Both where they fit, else the new one alone. */
 		total = left + want <= room ? left + want : want;
 		if (total == want || p->hold_until < now + ms * 1000000ULL)
