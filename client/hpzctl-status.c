@@ -87,6 +87,7 @@ hpzctl_status(int argc, char **argv)
 	hpzctl_costs(&st);
 	hpzctl_limits(&st);
 	hpzctl_pool_status();
+	hpzctl_hold_status();
 	return (fflush(stdout) == 0 ? 0 : 1);
 }
 

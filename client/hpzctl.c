@@ -7,9 +7,11 @@
  *	hpzctl [-s socket] stats -w seconds [-n count]
  *	hpzctl [-s socket] top [-i seconds] [-n count]
  *	hpzctl [-s socket] prometheus [-o file]
+ *	hpzctl [-s socket] reserve SIZE [--page 2m|1g] [--timeout S]
  *
  * Each command is in a file of its own: status in hpzctl-status.c, stats
- * in hpzctl-stats.c, top in hpzctl-top.c, prometheus in hpzctl-prom.c;
+ * in hpzctl-stats.c, top in hpzctl-top.c, prometheus in hpzctl-prom.c,
+ * reserve in hpzctl-reserve.c;
  * the pools' part of each in hpzctl-pool.c.
  */
 #include <errno.h>
@@ -36,6 +38,7 @@ static const struct hpzctl_cmd {
 	{ "stats",	hpzctl_stats },
 	{ "top",	hpzctl_top },
 	{ "prometheus",	hpzctl_prometheus },
+	{ "reserve",	hpzctl_reserve },
 };
 
 #define HPZCTL_NCMDS	(sizeof hpzctl_cmds / sizeof hpzctl_cmds[0])
@@ -57,6 +60,10 @@ hpzctl_usage(FILE *f)
 	    "                       interrupted)\n"
 	    "  prometheus [-o file] counters in the Prometheus text format, on\n"
 	    "                       stdout or replacing file atomically\n"
+	    "  reserve SIZE [--page 2m|1g] [--timeout S]\n"
+	    "                       make SIZE of huge pages free for a program\n"
+	    "                       that does not use hpzerod; the pool keeps\n"
+	    "                       off them until taken or for S s (60)\n"
 	    "options:\n"
 	    "  -s, --socket socket  hpzerod's socket (default $HPZ_SOCKET,\n"
 	    "                       then %s)\n"

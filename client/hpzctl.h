@@ -69,6 +69,10 @@ void		 hpzctl_prom_head(FILE *, const char *, const char *,
 		    const char *);
 int		 hpzctl_prometheus(int, char **);
 
+/* hpzctl-reserve.c */
+int		 hpzctl_reserve(int, char **);
+void		 hpzctl_hold_status(void);
+
 /* hpzctl-pool.c */
 void		 hpzctl_pool_status(void);
 void		 hpzctl_pool_table(void);

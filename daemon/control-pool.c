@@ -1,7 +1,8 @@
 /*
  * control-pool.c - the pool's requests on the control socket: a hand-out
  * (HPZ_MSG_POOL_TAKE), answered at once or once its pages land, and the
- * pools' status (HPZ_MSG_POOL_STATUS).  pool.c decides what a request
+ * pools' status (HPZ_MSG_POOL_STATUS), and pages made free for the host
+ * (HPZ_MSG_RESERVE).  pool.c decides what a request
  * comes to; the replies are sent here.
  */
 #include <string.h>
@@ -60,6 +61,20 @@ control_pool_take(struct client *c, const struct hpz_msg *m)
 
 	if (pool_try_take(c, m, &a) == 0)
 		return (0);	/* answered once its pages land */
+	return (control_pool_send(c, m->u.hdr.seq, &a));
+}
+
+/*
+ * HPZ_MSG_RESERVE: pages made free for the host (pool-hold.c), answered
+ * once they are.  -1 when the client cannot take a reply.
+ */
+int
+control_pool_reserve(struct client *c, const struct hpz_msg *m)
+{
+	struct pool_answer	a;
+
+	if (pool_hold_ask(c, m, &a) == 0)
+		return (0);	/* answered once its pages are free */
 	return (control_pool_send(c, m->u.hdr.seq, &a));
 }
 

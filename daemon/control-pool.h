@@ -14,6 +14,7 @@ struct pool_answer;
 void		 control_pool_answer(struct client *, uint32_t seq,
 		    struct pool_answer *);
 int		 control_pool_take(struct client *, const struct hpz_msg *);
+int		 control_pool_reserve(struct client *, const struct hpz_msg *);
 int		 control_pool_status(struct client *, const struct hpz_msg *);
 
 #endif /* HPZD_CONTROL_POOL_H */

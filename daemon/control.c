@@ -751,6 +751,8 @@ control_message(struct client *c, struct hpz_msg *m)
 		return (control_pool_take(c, m));
 	case HPZ_MSG_POOL_STATUS:
 		return (control_pool_status(c, m));
+	case HPZ_MSG_RESERVE:
+		return (control_pool_reserve(c, m));
 	}
 	fatalx("control_dispatch: validated type %u", m->u.hdr.type);
 }

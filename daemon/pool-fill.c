@@ -513,7 +513,7 @@ pool_fill_one(struct pool *p, uint64_t room, uint64_t now, int more)
  * Give n pages of p back (lock held on entry, released on return): from
  * the file that holds most, first any pages past a failure.
  */
-static int
+int
 pool_cut(struct pool *p, uint64_t n, int yield)
 {
 	struct pool_file	*f = NULL, *g;
@@ -600,6 +600,28 @@ pool_owed_end(struct pool *p)
 }
 
 /*
+ * What is left of p's hold for the host (pool-hold.c): the pages it holds
+ * less those others have taken since it was set (a plain guest mapping
+ * them: the pool must not give back again for what the guest already has);
+ * 0 once that is nothing or its bound has passed, which ends it (lock
+ * held).
+ */
+uint64_t
+pool_hold_left(struct pool *p, uint64_t now)
+{
+	int64_t	taken;
+
+	if (p->hold == 0)
+		return (0);
+	taken = p->hold_mark - p->level;
+	if (now >= p->hold_until || (taken > 0 && (uint64_t)taken >= p->hold)) {
+		p->hold = 0;
+		return (0);
+	}
+	return (taken > 0 ? p->hold - (uint64_t)taken : p->hold);
+}
+
+/*
  * May p take a page now, as far as the other programs are concerned?
  * While their runnable threads take every online CPU (ours, workers and
  * fillers awake, do not count: cost_demand), a refill would take memory
@@ -646,6 +668,13 @@ again:
 	    p->level + (int64_t)p->owed <= p->owed_mark ||
 	    pool_taker_gone(p->owed_pidfd)))
 		pool_owed_end(p);
+	/*
+	 * Pages asked for the host (hpzctl reserve): what it keeps free is
+	 * at least as many, given back here too if a cut on the main thread
+	 * could not have them (a file in flight).
+	 */
+	if ((n = pool_hold_left(p, now)) > reserve)
+		reserve = n;
 	held = pool_held(p);
 	target = atomic_load(&p->target);
 	act = pool_decide(atomic_load(&pool_on), p->avail,

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define POOL_FILES		16
 #define POOL_SMALL_SHARE	64	/* small files: 1/64 of the pool */
@@ -80,6 +81,11 @@ struct pool {
 	uint64_t		 owed_until;	/* ns */
 	int64_t			 owed_mark;	/* level at the hand-out (low) */
 	int			 owed_pidfd;	/* its taker's, or -1 */
+	uint64_t		 hold;		/* pages kept free for the host
+						   (pool-hold.c), 0: none */
+	uint64_t		 hold_until;	/* ns */
+	int64_t			 hold_mark;	/* level as it was set (low) */
+	uid_t			 hold_uid;	/* who asked last */
 	int64_t			 level;		/* pool_host_level (high) */
 	uint64_t		 backoff;	/* ns: no allocation before */
 	uint64_t		 quiet_until;	/* ns: a taker starts (pool_hand) */
@@ -125,6 +131,8 @@ void		 pool_host_level(const struct pool *, int64_t *, int64_t *,
 		    uint64_t *, uint64_t *);
 void		 pool_took_begin(int, uint64_t);
 void		 pool_owed_end(struct pool *);
+uint64_t	 pool_hold_left(struct pool *, uint64_t now);
+int		 pool_cut(struct pool *, uint64_t n, int yield);
 void		 pool_took_end(int, uint64_t, uint64_t);
 void		 pool_recount(struct pool *);
 uint64_t	 pool_layout_cap(const struct pool_file *, int nfiles,

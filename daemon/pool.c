@@ -97,7 +97,7 @@ pool_uid_refill(double tokens, uint64_t cap, uint64_t dt)
 }
 
 /* The pool of page-size index psi on node, or NULL. */
-static struct pool *
+struct pool *
 pool_get(int psi, int node)
 {
 	if (pool_all == NULL || psi < 0 || psi >= POOL_NSIZES || node < 0 ||
@@ -106,7 +106,15 @@ pool_get(int psi, int node)
 	return (&pool_all[psi * pool_nnodes + node]);
 }
 
-static int
+/* Nodes with a pool of each page size. */
+int
+pool_nodes(void)
+{
+	return (pool_all != NULL ? pool_nnodes : 0);
+}
+
+/* The index in pool_sizes of a page size, or -1. */
+int
 pool_size_index(uint64_t page_size)
 {
 	int	i;
@@ -397,6 +405,18 @@ pool_on_client(struct client *(*find)(uint64_t id),
 	pool_send_answer = answer;
 }
 
+/* Send a for request seq of client id, if it is still connected: 0 or -1. */
+int
+pool_answer_to(uint64_t id, uint32_t seq, struct pool_answer *a)
+{
+	struct client	*c;
+
+	if ((c = pool_client(id)) == NULL || pool_send_answer == NULL)
+		return (-1);
+	pool_send_answer(c, seq, a);
+	return (0);
+}
+
 /*
  * A file of p for want pages, now (1, *fd and *pages), after its pages in
  * flight land (0: *k is the file to wait for, marked), or none ready (-1).
@@ -614,6 +634,7 @@ pool_status_fill(struct hpz_msg_pool_status_reply *rep, uint32_t first)
 		e->handout_pages = atomic_load(&p->handout_pages);
 		e->misses = atomic_load(&p->misses);
 		e->refused = atomic_load(&p->refused);
+		pool_hold_info(p, &e->hold_pages, &e->hold_ms, &e->hold_uid);
 	}
 }
 
@@ -773,6 +794,7 @@ pool_stop(void)
 	struct pool	*p;
 	int		 i, k;
 
+	pool_hold_stop();
 	pool_fill_stop();
 	for (i = 0; i < pool_npools; i++) {
 		p = &pool_all[i];

@@ -10,6 +10,7 @@
 
 struct client;
 struct conf;
+struct pool;
 
 enum pool_action {
 	POOL_NONE,
@@ -45,5 +46,17 @@ void		 pool_on_client(struct client *(*find)(uint64_t id),
 void		 pool_status_fill(struct hpz_msg_pool_status_reply *,
 		    uint32_t first);
 uint64_t	 pool_ready_bytes(void);
+int		 pool_answer_to(uint64_t id, uint32_t seq,
+		    struct pool_answer *);
+struct pool	*pool_get(int psi, int node);
+int		 pool_nodes(void);
+int		 pool_size_index(uint64_t);
+
+/* pool-hold.c */
+int		 pool_hold_ask(struct client *, const struct hpz_msg *,
+		    struct pool_answer *);
+void		 pool_hold_info(struct pool *, uint64_t *pages, uint64_t *ms,
+		    uint32_t *uid);
+void		 pool_hold_stop(void);
 
 #endif /* HPZD_POOL_H */

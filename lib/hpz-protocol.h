@@ -38,6 +38,7 @@ enum hpz_msg_type {
 					   a reset's zap: background may start */
 	HPZ_MSG_POOL_TAKE = 8,		/* client: struct hpz_msg_pool_take */
 	HPZ_MSG_POOL_STATUS = 9,	/* client: struct hpz_msg_pool_status */
+	HPZ_MSG_RESERVE = 10,		/* client: struct hpz_msg_reserve */
 	HPZ_MSG_REPLY = 64,		/* daemon: struct hpz_msg_reply */
 	HPZ_MSG_STATUS_REPLY = 65,	/* daemon: struct hpz_msg_status_reply */
 	HPZ_MSG_REGIONS_REPLY = 66,	/* daemon: struct hpz_msg_regions_reply */
@@ -218,6 +219,27 @@ struct hpz_msg_pool_info {
 	uint64_t	handout_pages;	/* pages in them */
 	uint64_t	misses;		/* asked for, none ready */
 	uint64_t	refused;	/* over a uid's limit */
+	uint64_t	hold_pages;	/* kept free for the host (reserve) */
+	uint64_t	hold_ms;	/* left of that hold; 0: none */
+	uint32_t	hold_uid;	/* who asked for it last */
+	uint32_t	reserved;	/* zero */
+};
+
+/*
+ * Make len bytes of page_size pages free for the host (a program that does
+ * not use hpzerod, such as a plain guest): the pools of that page size give
+ * pages back until the host's free, unreserved count covers len, and
+ * allocate none over them until others have taken as many or hold_ms has
+ * passed (0: the daemon's default; it caps both).  The answer is a struct
+ * hpz_msg_reply: 0 once the host has them free, or why not (-ENOMEM: not
+ * even with every pool page given back).
+ */
+struct hpz_msg_reserve {
+	struct hpz_msg_header hdr;
+	uint64_t	len;		/* bytes, a multiple of page_size */
+	uint64_t	page_size;	/* a huge page size */
+	uint32_t	hold_ms;	/* 0: the daemon's default */
+	uint32_t	reserved;	/* must be zero */
 };
 
 struct hpz_msg_pool_status_reply {
@@ -249,6 +271,7 @@ struct hpz_msg {
 		struct hpz_msg_pool_file	pool_file;
 		struct hpz_msg_pool_status	pool_status;
 		struct hpz_msg_pool_status_reply pool_status_reply;
+		struct hpz_msg_reserve		reserve;
 		unsigned char			bytes[HPZ_MSG_MAX + 1];
 	} u;
 	size_t		len;

@@ -87,6 +87,7 @@ static const struct proto_type {
 	{ HPZ_MSG_POOL_TAKE, sizeof(struct hpz_msg_pool_take), "pool-take" },
 	{ HPZ_MSG_POOL_STATUS, sizeof(struct hpz_msg_pool_status),
 	    "pool-status" },
+	{ HPZ_MSG_RESERVE, sizeof(struct hpz_msg_reserve), "reserve" },
 	{ HPZ_MSG_POOL_FILE, sizeof(struct hpz_msg_pool_file), "pool-file" },
 	{ HPZ_MSG_POOL_STATUS_REPLY, sizeof(struct hpz_msg_pool_status_reply),
 	    "pool-status-reply" },
@@ -319,6 +320,22 @@ proto_validate(const struct hpz_msg *msg, char *why, size_t whylen)
 		if (msg->u.pool_status.reserved != 0)
 			return (proto_fail(why, whylen, -EINVAL,
 			    "reserved field is not zero"));
+		break;
+	case HPZ_MSG_RESERVE:
+		if (msg->u.reserve.reserved != 0)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "reserved field is not zero"));
+		if (!proto_page_size_ok(msg->u.reserve.page_size))
+			return (proto_fail(why, whylen, -EINVAL,
+			    "page size %llu is not a power of two >= 4096",
+			    (unsigned long long)msg->u.reserve.page_size));
+		if (msg->u.reserve.len == 0 || msg->u.reserve.len >
+		    INT64_MAX || msg->u.reserve.len %
+		    msg->u.reserve.page_size != 0)
+			return (proto_fail(why, whylen, -EINVAL,
+			    "length %llu is not a whole number of %llu-byte "
+			    "pages", (unsigned long long)msg->u.reserve.len,
+			    (unsigned long long)msg->u.reserve.page_size));
 		break;
 	case HPZ_MSG_POOL_FILE:
 		if (msg->u.pool_file.reserved != 0 ||

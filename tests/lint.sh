@@ -240,7 +240,7 @@ daemon/region-check.c 4	daemon/region-check.h 4
 daemon/prep.c 4		daemon/prep.h 4
 daemon/fdstore.c 4	daemon/fdstore.h 4
 daemon/pool.c 4		daemon/pool.h 4
-daemon/pool-fill.c 4	daemon/pool-fill.h 4
+daemon/pool-fill.c 4	daemon/pool-fill.h 4	daemon/pool-hold.c 4
 # 5 control: the socket, its requests, the status replies
 daemon/control.c 5	daemon/control.h 5
 daemon/control-client.c 5	daemon/control-client.h 5

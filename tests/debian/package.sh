@@ -228,6 +228,9 @@ check "install: the service waits for its first client" \
     '[ "$(show ActiveState)" = inactive ]'
 check "install: /etc/hpzerod.conf shipped as a conffile" \
     'cin test -f /etc/hpzerod.conf'
+check "install: the libvirt hook /etc/libvirt/hooks/qemu.d/hpzerod, executable" \
+    'cin test -x /etc/libvirt/hooks/qemu.d/hpzerod &&
+    cin grep -qx /etc/libvirt/hooks/qemu.d/hpzerod /var/lib/dpkg/info/hpzerod.conffiles'
 rule=$(cin cat /lib/udev/rules.d/60-hpzerod.rules | grep -v '^#')
 ugroup=$(echo "$rule" | sed -n 's/.*GROUP="\([^"]*\)".*/\1/p')
 umode=$(echo "$rule" | sed -n 's/.*MODE="\([^"]*\)".*/\1/p')

@@ -188,6 +188,7 @@ mk_decoder_inputs(void)
 	struct hpz_msg_reply	 rep;
 	struct hpz_msg_pool_take take;
 	struct hpz_msg_pool_status ps;
+	struct hpz_msg_reserve	 rsv;
 	unsigned char		 big[HPZ_MSG_MAX + 1];
 	unsigned char		 longer[sizeof(reg) + 8];
 
@@ -210,6 +211,13 @@ mk_decoder_inputs(void)
 	mk_decoder("d-pool-take", &take, sizeof(take), 0);
 	proto_init(&ps, HPZ_MSG_POOL_STATUS, sizeof(ps), 13);
 	mk_decoder("d-pool-status", &ps, sizeof(ps), 0);
+	proto_init(&rsv, HPZ_MSG_RESERVE, sizeof(rsv), 14);
+	rsv.len = 64 * 512 * PG;
+	rsv.page_size = 512 * PG;
+	rsv.hold_ms = 1000;
+	mk_decoder("d-reserve", &rsv, sizeof(rsv), 0);
+	rsv.len = 3 * PG;
+	mk_decoder("d-reserve-partial", &rsv, sizeof(rsv), 0);
 
 	/* Mutations. */
 	reg.hdr.len -= 8;

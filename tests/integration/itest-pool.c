@@ -4,7 +4,8 @@
  * once, never a byte of another's, not even across a restart; the pool
  * gives pages back to a program that does not use hpzerod; the program's
  * ftruncate, QEMU's seals and mmap at an offset work on a pool file; the
- * per-uid limit, SIGHUP, and the ways out (HPZ_NO_POOL).
+ * per-uid limit, SIGHUP, and the ways out (HPZ_NO_POOL); hpzctl reserve
+ * gives pages back for a plain program and holds them until taken.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1443,5 +1444,130 @@ Test(pool, another_programs_pages_do_not_end_a_short_hand_outs_hold)
 	close(out[1]);
 	close(go[0]);
 	close(go[1]);
+	pd_stop(&d);
+}
+
+/* --- hpzctl reserve: pages made free for a program without hpzerod -------- */
+
+/* hpzctl ARGS against the test's daemon: its exit status, *out. */
+static int
+pd_hpzctl(const char *args, char *out, size_t outlen)
+{
+	const char	*dir = getenv("HPZ_BUILDDIR");
+	char		 cmd[1024];
+	FILE		*f;
+	size_t		 n;
+	int		 status;
+
+	cr_assert_not_null(dir, "HPZ_BUILDDIR is not set");
+	snprintf(cmd, sizeof(cmd), "%s/client/hpzctl %s 2>&1", dir, args);
+	cr_assert_not_null(f = popen(cmd, "r"));
+	n = fread(out, 1, outlen - 1, f);
+	out[n] = '\0';
+	status = pclose(f);
+	return (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/*
+ * The pool holds 24 pages above a reserve of the rest; a plain program
+ * needs 16 more than the reserve: hpzctl reserve returns once the host has
+ * them (exit 0, the host's free count >= the request right after), and the
+ * pool refills none of them for 1 s while nobody takes them; hpzctl status
+ * shows the hold.  Returns the
+ * pages asked for.
+ */
+static long
+pd_reserve_16(struct pd *d, const char *timeout)
+{
+	struct hpz_pool_info	p;
+	char			args[128], out[16384];
+	long			want, avail;
+	int			i, rc, most = 0;
+
+	pd_start_short(d, 24);
+	pd_wait_ready(24);
+	want = pd_host_avail() + 16;
+	snprintf(args, sizeof(args), "reserve %ldM%s", want * 2, timeout);
+	rc = pd_hpzctl(args, out, sizeof(out));
+	avail = pd_host_avail();
+	printf("pool: hpzctl reserve %s: exit %d, host %ld free after: %s",
+	    args, rc, avail, out);
+	fflush(stdout);
+	cr_assert_eq(rc, 0, "hpzctl reserve %s: exit %d: %s", args, rc, out);
+	cr_assert_geq(avail, want, "hpzctl reserve returned with %ld pages "
+	    "free, %ld asked", avail, want);
+	/* hpzctl status shows the hold. */
+	snprintf(args, sizeof(args), "%ld 2 MiB pages kept free for the host",
+	    want);
+	cr_assert_eq(pd_hpzctl("status", out, sizeof(out)), 0);
+	cr_expect_not_null(strstr(out, args), "hpzctl status does not say "
+	    "'%s': %s", args, out);
+	for (i = 0; i < 20; i++) {
+		p = pd_pool();
+		if ((int)p.ready_pages > most)
+			most = (int)p.ready_pages;
+		cr_assert_geq(pd_host_avail(), want, "the pool refilled over a "
+		    "hold: host %ld free, %ld held", pd_host_avail(), want);
+		usleep(50 * 1000);
+	}
+	cr_expect_eq(most, 8, "the pool held %d pages during the hold, not "
+	    "the 8 left", most);
+	return (want);
+}
+
+/*
+ * The hold ends when the pages are taken: a plain program maps all it
+ * asked for (the kernel reserves them), then frees them: the pool, no
+ * longer held, takes them back (24 pages again).  Were the hold still on,
+ * it would stop at 8.
+ */
+Test(pool, reserve_frees_pages_and_holds_them_until_taken)
+{
+	struct pd	 d;
+	unsigned char	*a;
+	long		 want;
+	int		 fa;
+
+	want = pd_reserve_16(&d, " --timeout 600");
+	a = pd_plain_map(want, &fa);
+	memset(a, 0x44, (size_t)want * PD_PAGE);
+	/* Taken: the fillers see it within a poll or two. */
+	usleep(300 * 1000);
+	munmap(a, (size_t)want * PD_PAGE);
+	close(fa);
+	pd_wait_ready(24);
+	pd_stop(&d);
+}
+
+/* Nobody takes them: the pool resumes once the hold's bound passes. */
+Test(pool, reserve_hold_ends_after_its_bound)
+{
+	struct pd	d;
+
+	(void)pd_reserve_16(&d, " --timeout 2");
+	pd_wait_ready(24);
+	pd_stop(&d);
+}
+
+/* More than the host and the pool have: refused, and the pool kept. */
+Test(pool, reserve_more_than_there_is_fails_and_keeps_the_pool)
+{
+	struct pd	 d;
+	char		 args[64], out[1024];
+	long		 want;
+	int		 rc;
+
+	pd_start_short(&d, 24);
+	pd_wait_ready(24);
+	want = pd_host_avail() + 24 + 8;
+	snprintf(args, sizeof(args), "reserve %ldM", want * 2);
+	rc = pd_hpzctl(args, out, sizeof(out));
+	printf("pool: hpzctl reserve %s: exit %d: %s", args, rc, out);
+	fflush(stdout);
+	cr_assert_eq(rc, 3, "hpzctl reserve of too much: exit %d: %s", rc,
+	    out);
+	cr_expect_not_null(strstr(out, "not enough"), "%s", out);
+	cr_expect_eq(pd_pool().ready_pages, 24);
+	cr_expect_eq(pd_pool().yielded_pages, 0);
 	pd_stop(&d);
 }

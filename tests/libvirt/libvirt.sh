@@ -24,6 +24,8 @@ set -u
 S=$HPZ_SRCDIR
 B=$HPZ_BUILDDIR
 MEM_MB=256
+PLAIN_MB=128	# a plain guest, larger than the pool's reserve (16M)
+PLAIN=hpz-libvirt-plain
 BOUND=120	# seconds: "did not hang", not a timing claim
 DOMAIN=hpz-libvirt-test
 
@@ -76,7 +78,8 @@ if [ -z "${HPZ_LIBVIRT_NS:-}" ]; then
 	case "$prefix" in
 	/|/usr|/usr/|"") skip "the build installs into $prefix: binding a scratch install over it would hide the system" ;;
 	esac
-	hp_reserve_2m $((MEM_MB + 16))	# a guest and a pool of one
+	# A guest and a pool of one; then a plain guest beside them.
+	hp_reserve_2m $((MEM_MB + 16 + PLAIN_MB / 2))
 	free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
 	[ "$free" -ge $((MEM_MB / 2)) ] ||
 		skip "only $free free 2 MiB huge pages, $((MEM_MB / 2)) needed"
@@ -101,15 +104,18 @@ qpid=''
 # shellcheck disable=SC2317  # called by the trap
 cleanup() {
 	local p
-	if [ -S /run/libvirt/libvirt-sock ]; then
-		virsh -q destroy $DOMAIN >/dev/null 2>&1
-		virsh -q undefine $DOMAIN >/dev/null 2>&1
-	fi
-	# A QEMU libvirt left behind (libvirtd killed first): by its pid.
-	if [ -s /run/libvirt/qemu/$DOMAIN.pid ]; then
-		qpid=$(cat /run/libvirt/qemu/$DOMAIN.pid)
-		kill "$qpid" 2>/dev/null
-	fi
+	local d
+	for d in $DOMAIN $PLAIN; do
+		if [ -S /run/libvirt/libvirt-sock ]; then
+			virsh -q destroy $d >/dev/null 2>&1
+			virsh -q undefine $d >/dev/null 2>&1
+		fi
+		# A QEMU libvirt left behind (libvirtd killed first): by its pid.
+		if [ -s /run/libvirt/qemu/$d.pid ]; then
+			qpid=$(cat /run/libvirt/qemu/$d.pid)
+			kill "$qpid" 2>/dev/null
+		fi
+	done
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 }
@@ -192,7 +198,8 @@ chgrp hpz /run/hpzerod /run/hpzerod/hpzerod.sock &&
 virtlogd 2>"$dir/virtlogd.log" &
 pids+=($!)
 libvirtd 2>"$dir/libvirtd.log" &
-pids+=($!)
+lpid=$!
+pids+=($lpid)
 for _ in $(seq 600); do [ -S /run/libvirt/libvirt-sock ] && break; sleep 0.05; done
 [ -S /run/libvirt/libvirt-sock ] || { tail -20 "$dir/libvirtd.log"; die "libvirtd did not start"; }
 export LIBVIRT_DEFAULT_URI=qemu:///system
@@ -393,6 +400,119 @@ if virsh -q define "$dir/domain.xml" >"$dir/define.out" 2>&1; then
 else
 	fail "virsh define: $(cat "$dir/define.out")"
 fi
+
+# --- a plain guest beside the full default pool (issue 33) ------------------
+# The default pool: every free page above the reserve.  A guest that does
+# not use hpzerod (QEMU itself as <emulator>, RAM on libvirt's hugetlbfs
+# mount, preallocated) needs its pages free as it starts: without the hook
+# the kernel has only the reserve for it and QEMU fails; with the hook
+# (installed as the package does) hpzctl reserve has the pool give them
+# back first.  An hpz-qemu guest then still starts beside it on a pool file.
+printf '[pool]\nenable = yes\nreserve_2m = 16M\nsize_1g = 0\nuid_share = 0\n' \
+    >"$dir/hpzerod.conf"
+kill -HUP "$dpid"
+H2=/sys/kernel/mm/hugepages/hugepages-2048kB
+host_free() { echo $(($(cat $H2/free_hugepages) - $(cat $H2/resv_hugepages))); }
+# pool_default_full: the pool holds every free page but the reserve (8).
+pool_default_full() {
+	for _ in $(seq 400); do
+		[ "$(host_free)" -le 8 ] && [ "$(prom pool_ready_pages)" -ge $((PLAIN_MB / 2)) ] &&
+		    return 0
+		sleep 0.05
+	done
+	return 1
+}
+plain_xml() {
+	cat <<EOF
+<domain type='qemu'>
+  <name>$PLAIN</name>
+  <memory unit='MiB'>$PLAIN_MB</memory>
+  <memoryBacking>
+    <hugepages/>
+  </memoryBacking>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$dir/guest.elf</kernel>
+    <cmdline>wait</cmdline>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <emulator>$(command -v qemu-system-x86_64)</emulator>
+    <serial type='file'>
+      <source path='$dir/serial-plain.log'/>
+      <target port='0'/>
+    </serial>
+    <memballoon model='none'/>
+  </devices>
+</domain>
+EOF
+}
+# plain_start: start the plain guest; 0 once it read its RAM zero and
+# keeps a pattern, else 1 with the reason in $why.
+plain_start() {
+	local t0 t1
+	why=
+	rm -f "$dir/serial-plain.log"
+	t0=$(date +%s%N)
+	if ! virsh -q start $PLAIN >"$dir/plain.out" 2>&1; then
+		why=$(tr '\n' ' ' <"$dir/plain.out")
+		return 1
+	fi
+	for _ in $(seq $((BOUND * 10))); do
+		tr -d '\r' <"$dir/serial-plain.log" 2>/dev/null |
+		    grep -aq 'waiting for a byte' && break
+		sleep 0.1
+	done
+	t1=$(date +%s%N)
+	plain_ms=$(( (t1 - t0) / 1000000 ))
+	tr -d '\r' <"$dir/serial-plain.log" 2>/dev/null | grep -aqE "$FILLED" && return 0
+	why="the plain guest did not read its RAM zero and keep a pattern"
+	return 1
+}
+# Where make install put the hook (its sysconfdir, under the scratch root).
+HOOK=$(installed "*/libvirt/hooks/qemu.d/hpzerod")
+plain_xml >"$dir/plain.xml"
+if [ -z "$HOOK" ]; then
+	fail "make install did not install the libvirt hook"
+elif ! virsh -q define "$dir/plain.xml" >"$dir/define.out" 2>&1; then
+	fail "virsh define $PLAIN: $(cat "$dir/define.out")"
+elif ! pool_default_full; then
+	fail "the default pool did not fill: host $(host_free) free, pool $(prom pool_ready_pages) ready"
+else
+	# Without the hook: the pool holds the pages the guest needs.
+	if plain_start; then
+		virsh -q destroy $PLAIN >/dev/null 2>&1
+		fail "without the hook a plain $PLAIN_MB MiB guest started beside the full pool (nothing shown)"
+	else
+		pass "without the hook: a plain $PLAIN_MB MiB guest fails beside the full pool (reserve 16 MiB): $why"
+	fi
+	# The hook, where the package installs it; libvirtd finds it on a
+	# reload (SIGHUP), as the package's postinst makes it.
+	mkdir -p /etc/libvirt/hooks/qemu.d
+	cp "$dir/root$HOOK" /etc/libvirt/hooks/qemu.d/hpzerod
+	kill -HUP "$lpid"
+	sleep 2
+	pool_default_full || fail "the default pool did not fill again"
+	y0=$(prom pool_yielded_pages_total)
+	if plain_start; then
+		y1=$(prom pool_yielded_pages_total)
+		pass "with the hook: the plain $PLAIN_MB MiB guest starts beside the full pool (up in $plain_ms ms; the pool gave back $((y1 - y0)) pages), RAM read zero"
+		# An hpz-qemu guest beside it, from the pool.
+		if virsh -q define "$dir/domain.xml" >"$dir/define.out" 2>&1; then
+			boot_pool "beside a plain guest"
+			virsh -q undefine $DOMAIN >/dev/null 2>&1 || fail "undefine"
+		else
+			fail "virsh define: $(cat "$dir/define.out")"
+		fi
+		virsh -q destroy $PLAIN >/dev/null 2>&1 || fail "virsh destroy $PLAIN"
+	else
+		fail "with the hook: the plain guest did not start: $why"
+		grep -i hook "$dir/libvirtd.log" | tail -5 | sed 's/^/  /'
+	fi
+	virsh -q undefine $PLAIN >/dev/null 2>&1 || fail "undefine $PLAIN"
+fi
+
 kill -0 "$dpid" 2>/dev/null || fail "hpzerod died"
 echo "libvirt: $passed passed, $failed failed"
 [ $failed -ne 0 ] && exit 1

@@ -28,7 +28,7 @@ static const uint16_t proto_types[] = {
 	HPZ_MSG_REGIONS, HPZ_MSG_POLICY, HPZ_MSG_SCRUB, HPZ_MSG_REPLY,
 	HPZ_MSG_STATUS_REPLY,
 	HPZ_MSG_REGIONS_REPLY, HPZ_MSG_POOL_TAKE, HPZ_MSG_POOL_STATUS,
-	HPZ_MSG_POOL_FILE, HPZ_MSG_POOL_STATUS_REPLY,
+	HPZ_MSG_POOL_FILE, HPZ_MSG_POOL_STATUS_REPLY, HPZ_MSG_RESERVE,
 };
 #define NTYPES	(sizeof(proto_types) / sizeof(proto_types[0]))
 
@@ -71,6 +71,11 @@ make_valid(struct hpz_msg *m, uint16_t type)
 		m->u.pool_take.page_size = PAGE_2M;
 		m->u.pool_take.node = -1;
 		strcpy(m->u.pool_take.name, "memory-backend-memfd");
+	}
+	if (type == HPZ_MSG_RESERVE) {
+		m->u.reserve.len = 6 * 1024 * MiB;
+		m->u.reserve.page_size = PAGE_2M;
+		m->u.reserve.hold_ms = 60000;
 	}
 	if (type == HPZ_MSG_POOL_FILE) {
 		m->u.pool_file.size = 512 * MiB;
@@ -245,6 +250,18 @@ static const struct field_case field_cases[] = {
 	    HPZ_POOLS_PER_REPLY + 1, -EBADMSG, "pool status reply, count"),
 	FIELD("file", HPZ_MSG_POOL_STATUS_REPLY, pool_status_reply.more, 2,
 	    -EBADMSG, "pool status reply, more"),
+	FIELD("file", HPZ_MSG_RESERVE, reserve.reserved, 1, -EINVAL,
+	    "reserve, reserved set"),
+	FIELD("file", HPZ_MSG_RESERVE, reserve.len, 0, -EINVAL,
+	    "reserve, no length"),
+	FIELD("file", HPZ_MSG_RESERVE, reserve.len, 3 * MiB, -EINVAL,
+	    "reserve, length not whole pages"),
+	FIELD("file", HPZ_MSG_RESERVE, reserve.len, 1ULL << 63, -EINVAL,
+	    "reserve, length past INT64_MAX"),
+	FIELD("file", HPZ_MSG_RESERVE, reserve.page_size, 4095, -EINVAL,
+	    "reserve, page size"),
+	FIELD("file", HPZ_MSG_RESERVE, reserve.hold_ms, 0, 0,
+	    "reserve, the daemon's default hold"),
 };
 
 /* Every case of field_cases that test checks. */
@@ -376,8 +393,10 @@ Test(proto, size_of_each_type)
 	    sizeof(struct hpz_msg_pool_file));
 	cr_expect_eq(proto_size(HPZ_MSG_POOL_STATUS_REPLY),
 	    sizeof(struct hpz_msg_pool_status_reply));
+	cr_expect_eq(proto_size(HPZ_MSG_RESERVE),
+	    sizeof(struct hpz_msg_reserve));
 	cr_expect_eq(proto_size(0), 0);
-	cr_expect_eq(proto_size(10), 0);
+	cr_expect_eq(proto_size(11), 0);
 	cr_expect_eq(proto_size(63), 0);
 	cr_expect_eq(proto_size(69), 0);
 	cr_expect_eq(proto_size(UINT16_MAX), 0);
