@@ -1,10 +1,13 @@
 /*
  * bench.h - hpz-bench's private header: the pages, modes and figures it
- * knows, a case and what its runs measured, and the functions of its files:
- * hpz-bench.c (the command line, the tables), bench-run.c (the modes, the
- * runs of a case), bench-touch.c (the timed touch, the read-back, the
- * clock and the single-core clear bandwidth), bench-text.c (the table for
- * people) and bench-json.c (the JSON object, json-c).
+ * knows, a case and what its runs measured, and the functions of its
+ * files, from the bottom up: bench-table.c (the pages, modes and figures
+ * it knows), bench-touch.c (the timed touch, the read-back, the clock and
+ * the single-core clear bandwidth), bench-run.c (the modes, the runs of a
+ * case), bench-text.c (the table for people), bench-json.c (the JSON
+ * object, json-c) and hpz-bench.c (the command line, main).  A file calls
+ * only the ones before it (tests/lint.sh checks that no two files call
+ * each other).
  */
 #ifndef HPZ_BENCH_H
 #define HPZ_BENCH_H

@@ -38,13 +38,6 @@ hpzctl_prom_label(FILE *f, const char *s)
 	}
 }
 
-void
-hpzctl_prom_head(FILE *f, const char *name, const char *type,
-    const char *help)
-{
-	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /*
  * The numbers of hpz-counters.h that have a metric, a family where its
  * first line is, every line of the family under it.

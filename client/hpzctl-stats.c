@@ -1,9 +1,7 @@
 /*
  * hpzctl-stats.c - hpzctl stats: every counter of struct hpz_status, as a
- * table for people or as JSON for scripts, and the regions under it.  The
- * counters are listed once, from hpz-counters.h, in hpzctl_fields; the
- * table's lines, the JSON keys and the Prometheus metrics are made from
- * it.  The numbers made of counters (a mean, a percentile, a rate) too.
+ * table for people or as JSON for scripts, and the regions under it, from
+ * the list of hpzctl-fields.c; with -w, top's loop.
  */
 #include <getopt.h>
 #include <stddef.h>
@@ -18,32 +16,10 @@
 #include "cli.h"
 #include "hpzctl.h"
 
-#define HPZCTL_FIELD(f, kind, unit, prom, label, help) \
-	{ #f, offsetof(struct hpz_status, f), #kind, unit, prom, label, help },
-
-/* Every number, in the order of struct hpz_status. */
-const struct hpzctl_field hpzctl_fields[] = {
-	HPZ_COUNTERS_ALL(HPZCTL_FIELD, HPZCTL_FIELD)
-};
-
-#define HPZCTL_NFIELDS	(sizeof hpzctl_fields / sizeof hpzctl_fields[0])
-
-const size_t	hpzctl_nfields = HPZCTL_NFIELDS;
-
 static unsigned long long hpzctl_fault_mean(const struct hpz_status *);
 static int	hpzctl_stats_table(const struct hpz_status *);
 static int	hpzctl_regions_table(void);
 static int	hpzctl_stats_json(const struct hpz_status *);
-
-/* Read one counter through the field table. */
-unsigned long long
-hpzctl_value(const struct hpz_status *st, const struct hpzctl_field *f)
-{
-	unsigned long long	 v;
-
-	memcpy(&v, (const char *)st + f->offset, sizeof v);
-	return (v);
-}
 
 /* Mean time from fault read to mapped; the daemon keeps only the sum. */
 static unsigned long long
@@ -54,58 +30,19 @@ hpzctl_fault_mean(const struct hpz_status *st)
 	return (st->fault_ns_total / st->faults);
 }
 
-/* Upper bound (ns) of the histogram bucket holding quantile q. */
-unsigned long long
-hpzctl_percentile(const struct hpz_status *st, double q)
-{
-	return (hpzctl_hist_percentile(st->latency_hist, st->fault_ns_max, q));
-}
-
-/*
- * The same for any latency histogram (a delta, for top); the last bucket
- * is open-ended, so max stands for its upper bound.
- */
-unsigned long long
-hpzctl_hist_percentile(const unsigned long long *hist, unsigned long long max,
-    double q)
-{
-	unsigned long long	total = 0, seen = 0;
-	int			i;
-
-	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++)
-		total += hist[i];
-	if (total == 0)
-		return (0);
-	for (i = 0; i < HPZ_LATENCY_BUCKETS; i++) {
-		seen += hist[i];
-		if ((double)seen >= q * (double)total)
-			break;
-	}
-	if (i >= HPZ_LATENCY_BUCKETS - 1)
-		return (max);
-	return (2ULL << i);
-}
-
-/* A rate in GB/s: bytes over ns is bytes a nanosecond; 0 for no time. */
-double
-hpzctl_gbs(unsigned long long bytes, unsigned long long ns)
-{
-	return (ns == 0 ? 0.0 : (double)bytes / (double)ns);
-}
-
 /* Every counter as name and value, names padded to one column. */
 static int
 hpzctl_stats_table(const struct hpz_status *st)
 {
 	size_t		 i, w = strlen("fault_ns_mean");
 
-	for (i = 0; i < HPZCTL_NFIELDS; i++) {
+	for (i = 0; i < hpzctl_nfields; i++) {
 		if (strlen(hpzctl_fields[i].name) > w)
 			w = strlen(hpzctl_fields[i].name);
 	}
 	printf("%-*s  %s\n", (int)w, "socket", cli_socket());
 	printf("%-*s  %s\n", (int)w, "version", st->version);
-	for (i = 0; i < HPZCTL_NFIELDS; i++) {
+	for (i = 0; i < hpzctl_nfields; i++) {
 		printf("%-*s  %20llu\n", (int)w, hpzctl_fields[i].name,
 		    hpzctl_value(st, &hpzctl_fields[i]));
 	}
@@ -165,23 +102,6 @@ hpzctl_regions_table(void)
 	return (0);
 }
 
-/* Add an unsigned counter; json-c before 0.14 has only signed 64 bits. */
-int
-hpzctl_json_add(struct json_object *obj, const char *key,
-    unsigned long long v)
-{
-	struct json_object	*n;
-
-#if JSON_C_VERSION_NUM >= ((0 << 16) | (14 << 8))
-	n = json_object_new_uint64(v);
-#else
-	n = json_object_new_int64((int64_t)v);
-#endif
-	if (n == NULL)
-		return (-1);
-	return (cli_json_add(obj, key, n));
-}
-
 /* One JSON object for scripts; json-c does the escaping. */
 static int
 hpzctl_stats_json(const struct hpz_status *st)
@@ -200,7 +120,7 @@ hpzctl_stats_json(const struct hpz_status *st)
 	if ((s = json_object_new_string(st->context_stuck_what)) == NULL ||
 	    json_object_object_add(obj, "context_stuck_what", s) != 0)
 		goto nomem;
-	for (i = 0; i < HPZCTL_NFIELDS; i++) {
+	for (i = 0; i < hpzctl_nfields; i++) {
 		if (hpzctl_json_add(obj, hpzctl_fields[i].name,
 		    hpzctl_value(st, &hpzctl_fields[i])) != 0)
 			goto nomem;

@@ -16,28 +16,6 @@ static const char *hpzctl_limit(unsigned long long, unsigned long long, int,
 		    char *, size_t);
 static void	hpzctl_limits(const struct hpz_status *);
 
-/* Uptime the way people say it: 3d04h05m06s, 1h02m03s, 2m03s, 7s. */
-const char *
-hpzctl_uptime(unsigned long long ms, char *buf, size_t len)
-{
-	unsigned long long	 s = ms / 1000;
-	unsigned long long	 d, h, m;
-
-	d = s / 86400;
-	h = s / 3600 % 24;
-	m = s / 60 % 60;
-	s %= 60;
-	if (d > 0)
-		snprintf(buf, len, "%llud%02lluh%02llum%02llus", d, h, m, s);
-	else if (h > 0)
-		snprintf(buf, len, "%lluh%02llum%02llus", h, m, s);
-	else if (m > 0)
-		snprintf(buf, len, "%llum%02llus", m, s);
-	else
-		snprintf(buf, len, "%llus", s);
-	return (buf);
-}
-
 /* The short answer to "is it up, and what has it done". */
 int
 hpzctl_status(int argc, char **argv)

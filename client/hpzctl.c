@@ -1,6 +1,6 @@
 /*
- * hpzctl.c - ask a running hpzerod how it is doing: the command line, the
- * table of commands, and the questions every command asks the daemon.
+ * hpzctl.c - ask a running hpzerod how it is doing: the command line and
+ * the table of commands.
  *
  *	hpzctl [-s socket] status
  *	hpzctl [-s socket] stats [-j | --json]
@@ -12,22 +12,18 @@
  * Each command is in a file of its own: status in hpzctl-status.c, stats
  * in hpzctl-stats.c, top in hpzctl-top.c, prometheus in hpzctl-prom.c,
  * reserve in hpzctl-reserve.c;
- * the pools' part of each in hpzctl-pool.c.
+ * the pools' part of each in hpzctl-pool.c; what they all use (the usage,
+ * the questions to the daemon, the numbers of its answers) below them, in
+ * hpzctl-ask.c and hpzctl-fields.c.  Calls go one way: this file calls
+ * the commands, the commands call the files under them, never back.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "hpz.h"
 #include "cli.h"
 #include "hpzctl.h"
-
-#define HPZCTL_MAX_REGIONS	4096
-#define HPZCTL_INTERVAL_MIN	0.01
-#define HPZCTL_INTERVAL_MAX	86400.0
 
 /* The commands, by the name that runs them. */
 static const struct hpzctl_cmd {
@@ -42,34 +38,6 @@ static const struct hpzctl_cmd {
 };
 
 #define HPZCTL_NCMDS	(sizeof hpzctl_cmds / sizeof hpzctl_cmds[0])
-
-/* Tell the user how to call us, on stdout for -h, on stderr for mistakes. */
-void
-hpzctl_usage(FILE *f)
-{
-	fprintf(f,
-	    "usage: hpzctl [-h] [--version] [-s socket] command\n"
-	    "commands:\n"
-	    "  status               is hpzerod running, and what it has done\n"
-	    "  stats [-j | --json]  every counter, as a table or JSON\n"
-	    "  stats -w seconds [-n count]\n"
-	    "                       the same as top -i seconds [-n count]\n"
-	    "  top [-i seconds] [-n count]\n"
-	    "                       rates and latency, refreshed every interval\n"
-	    "                       (default 1 s), count times (default until\n"
-	    "                       interrupted)\n"
-	    "  prometheus [-o file] counters in the Prometheus text format, on\n"
-	    "                       stdout or replacing file atomically\n"
-	    "  reserve SIZE [--page 2m|1g] [--timeout S]\n"
-	    "                       make SIZE of huge pages free for a program\n"
-	    "                       that does not use hpzerod; the pool keeps\n"
-	    "                       off them until taken or for S s (60)\n"
-	    "options:\n"
-	    "  -s, --socket socket  hpzerod's socket (default $HPZ_SOCKET,\n"
-	    "                       then %s)\n"
-	    "  -h, --help           this help\n"
-	    "      --version        print the version\n", HPZ_SOCKET_DEFAULT);
-}
 
 int
 main(int argc, char **argv)
@@ -112,77 +80,4 @@ main(int argc, char **argv)
 			return (hpzctl_cmds[i].run(argc, argv));
 	}
 	hpzctl_usage_error("unknown command '%s'", cmd);
-}
-
-/* Ask the daemon; on failure say where we looked and why it failed. */
-int
-hpzctl_query(struct hpz_status *st)
-{
-	int	 error;
-
-	memset(st, 0, sizeof *st);
-	error = hpz_status(st);
-	if (error != 0) {
-		fprintf(stderr, "hpzctl: cannot reach hpzerod at %s: %s\n",
-		    cli_socket(), hpz_strerror(error));
-		return (-1);
-	}
-	/* Never trust the daemon to have terminated its string. */
-	st->version[sizeof st->version - 1] = '\0';
-	return (0);
-}
-
-/* Every region the daemon shows us; NULL (and a message) on failure. */
-struct hpz_region_info *
-hpzctl_regions(size_t *n)
-{
-	struct hpz_region_info	*info;
-	int			 error;
-
-	if ((info = calloc(HPZCTL_MAX_REGIONS, sizeof(*info))) == NULL) {
-		fprintf(stderr, "hpzctl: out of memory\n");
-		return (NULL);
-	}
-	error = hpz_list_regions(info, HPZCTL_MAX_REGIONS, n);
-	if (error != 0) {
-		fprintf(stderr, "hpzctl: cannot list regions: %s\n",
-		    hpz_strerror(error));
-		free(info);
-		return (NULL);
-	}
-	if (*n > HPZCTL_MAX_REGIONS)
-		*n = HPZCTL_MAX_REGIONS;
-	return (info);
-}
-
-/* A refresh interval in seconds, such as 0.5; exit 2 if it is not one. */
-double
-hpzctl_parse_interval(const char *where, const char *arg)
-{
-	char	*end;
-	double	 v;
-
-	errno = 0;
-	v = strtod(arg, &end);
-	if (end == arg || *end != '\0' || errno != 0 || !isfinite(v) ||
-	    v < HPZCTL_INTERVAL_MIN || v > HPZCTL_INTERVAL_MAX)
-		hpzctl_usage_error("%sbad interval '%s' (seconds, %g to %g)",
-		    where, arg, HPZCTL_INTERVAL_MIN, HPZCTL_INTERVAL_MAX);
-	return (v);
-}
-
-/* A number of refreshes, at least 1; exit 2 if it is not one. */
-unsigned long
-hpzctl_parse_count(const char *where, const char *arg)
-{
-	char		*end;
-	unsigned long	 v;
-
-	errno = 0;
-	if (*arg < '0' || *arg > '9')
-		hpzctl_usage_error("%sbad count '%s'", where, arg);
-	v = strtoul(arg, &end, 10);
-	if (*end != '\0' || errno != 0 || v == 0)
-		hpzctl_usage_error("%sbad count '%s'", where, arg);
-	return (v);
 }

@@ -1,8 +1,12 @@
 /*
- * hpzctl.h - what hpzctl's files share: hpzctl.c (the command line, the
- * questions to the daemon), hpzctl-status.c (status), hpzctl-stats.c (the
- * counters' list; stats as a table or JSON), hpzctl-top.c (top),
- * hpzctl-prom.c (prometheus) and hpzctl-pool.c (the pools in each).
+ * hpzctl.h - what hpzctl's files share, from the bottom up:
+ * hpzctl-ask.c (the usage, the questions to the daemon, the command
+ * line's numbers) and hpzctl-fields.c (the counters' list and the numbers
+ * made of them); hpzctl-pool.c (the pools in each command) and
+ * hpzctl-reserve.c (reserve); the commands hpzctl-status.c,
+ * hpzctl-top.c, hpzctl-stats.c (stats, and top's loop for -w) and
+ * hpzctl-prom.c; hpzctl.c (main).  A file calls only the ones before it
+ * (tests/lint.sh checks that no two files call each other).
  */
 #ifndef HPZCTL_H
 #define HPZCTL_H
@@ -36,18 +40,14 @@ struct hpzctl_field {
 	const char	*help;
 };
 
-/* hpzctl.c */
+/* hpzctl-ask.c */
 void		 hpzctl_usage(FILE *);
 int		 hpzctl_query(struct hpz_status *);
 struct hpz_region_info *hpzctl_regions(size_t *);
 double		 hpzctl_parse_interval(const char *, const char *);
 unsigned long	 hpzctl_parse_count(const char *, const char *);
 
-/* hpzctl-status.c */
-const char	*hpzctl_uptime(unsigned long long, char *, size_t);
-int		 hpzctl_status(int, char **);
-
-/* hpzctl-stats.c */
+/* hpzctl-fields.c */
 extern const struct hpzctl_field hpzctl_fields[];
 extern const size_t hpzctl_nfields;
 unsigned long long hpzctl_value(const struct hpz_status *,
@@ -58,20 +58,9 @@ unsigned long long hpzctl_hist_percentile(const unsigned long long *,
 double		 hpzctl_gbs(unsigned long long, unsigned long long);
 int		 hpzctl_json_add(struct json_object *, const char *,
 		    unsigned long long);
-int		 hpzctl_stats(int, char **);
-
-/* hpzctl-top.c */
-int		 hpzctl_top_loop(double, unsigned long);
-int		 hpzctl_top(int, char **);
-
-/* hpzctl-prom.c */
 void		 hpzctl_prom_head(FILE *, const char *, const char *,
 		    const char *);
-int		 hpzctl_prometheus(int, char **);
-
-/* hpzctl-reserve.c */
-int		 hpzctl_reserve(int, char **);
-void		 hpzctl_hold_status(void);
+const char	*hpzctl_uptime(unsigned long long, char *, size_t);
 
 /* hpzctl-pool.c */
 void		 hpzctl_pool_status(void);
@@ -79,5 +68,16 @@ void		 hpzctl_pool_table(void);
 int		 hpzctl_pool_json(struct json_object *);
 void		 hpzctl_pool_top(double);
 void		 hpzctl_pool_prom(FILE *);
+
+/* hpzctl-reserve.c */
+int		 hpzctl_reserve(int, char **);
+void		 hpzctl_hold_status(void);
+
+/* hpzctl-status.c, hpzctl-top.c, hpzctl-stats.c, hpzctl-prom.c */
+int		 hpzctl_status(int, char **);
+int		 hpzctl_top_loop(double, unsigned long);
+int		 hpzctl_top(int, char **);
+int		 hpzctl_stats(int, char **);
+int		 hpzctl_prometheus(int, char **);
 
 #endif /* HPZCTL_H */

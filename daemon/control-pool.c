@@ -11,6 +11,7 @@
 #include "hpz-protocol.h"
 
 #include "control-pool.h"
+#include "pool-hold.h"
 #include "pool.h"
 #include "region.h"
 
@@ -87,6 +88,7 @@ control_pool_status(struct client *c, const struct hpz_msg *m)
 	proto_init(&rep, HPZ_MSG_POOL_STATUS_REPLY, sizeof(rep),
 	    m->u.hdr.seq);
 	pool_status_fill(&rep, m->u.pool_status.first);
+	pool_hold_status_fill(&rep);
 	if (proto_send(c->fd, &rep, sizeof(rep), NULL, 0) != sizeof(rep))
 		return (-1);
 	return (0);

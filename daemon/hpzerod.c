@@ -26,6 +26,7 @@
 #include "intercept.h"
 #include "keep.h"
 #include "log.h"
+#include "pool-hold.h"
 #include "pool.h"
 #include "prep-thread.h"
 #include "reap.h"
@@ -409,6 +410,7 @@ main(int argc, char **argv)
 		sd_notifyf(0, "STATUS=cannot listen on %s", hpzd_conf.socket);
 		cctx_stop(CCTX_STOP_MS);
 		prep_stop();
+		pool_hold_stop();
 		pool_stop();
 		scrub_stop();
 		worker_stop();
@@ -470,6 +472,7 @@ main(int argc, char **argv)
 	/* The regions' teardowns run on their clients' contexts. */
 	cctx_stop(KEEP_EXIT_MS + CCTX_STOP_MS);
 	prep_stop();
+	pool_hold_stop();
 	pool_stop();
 	scrub_stop();
 	worker_stop();

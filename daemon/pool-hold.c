@@ -29,6 +29,7 @@
 #include "globals.h"
 #include "log.h"
 #include "pool-fill.h"
+#include "pool-hold.h"
 #include "pool.h"
 #include "region.h"
 #include "stats.h"
@@ -120,7 +121,7 @@ hold_cut(int psi, uint64_t want)
 }
 
 /* What p holds for the host now, for status. */
-void
+static void
 pool_hold_info(struct pool *p, uint64_t *pages, uint64_t *ms, uint32_t *uid)
 {
 	uint64_t	now = stats_now_ns();
@@ -132,6 +133,23 @@ pool_hold_info(struct pool *p, uint64_t *pages, uint64_t *ms, uint32_t *uid)
 	} else
 		*ms = *uid = 0;
 	pthread_mutex_unlock(&p->lock);
+}
+
+/* Each pool of a status reply (pool_status_fill's): its hold. */
+void
+pool_hold_status_fill(struct hpz_msg_pool_status_reply *rep)
+{
+	struct hpz_msg_pool_info	*e;
+	struct pool		*p;
+	uint32_t		 i;
+
+	for (i = 0; i < rep->count; i++) {
+		e = &rep->p[i];
+		p = pool_get(pool_size_index(e->page_size), (int)e->node);
+		if (p != NULL)
+			pool_hold_info(p, &e->hold_pages, &e->hold_ms,
+			    &e->hold_uid);
+	}
 }
 
 /*

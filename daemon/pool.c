@@ -634,7 +634,6 @@ pool_status_fill(struct hpz_msg_pool_status_reply *rep, uint32_t first)
 		e->handout_pages = atomic_load(&p->handout_pages);
 		e->misses = atomic_load(&p->misses);
 		e->refused = atomic_load(&p->refused);
-		pool_hold_info(p, &e->hold_pages, &e->hold_ms, &e->hold_uid);
 	}
 }
 
@@ -794,7 +793,6 @@ pool_stop(void)
 	struct pool	*p;
 	int		 i, k;
 
-	pool_hold_stop();
 	pool_fill_stop();
 	for (i = 0; i < pool_npools; i++) {
 		p = &pool_all[i];

@@ -52,11 +52,4 @@ struct pool	*pool_get(int psi, int node);
 int		 pool_nodes(void);
 int		 pool_size_index(uint64_t);
 
-/* pool-hold.c */
-int		 pool_hold_ask(struct client *, const struct hpz_msg *,
-		    struct pool_answer *);
-void		 pool_hold_info(struct pool *, uint64_t *pages, uint64_t *ms,
-		    uint32_t *uid);
-void		 pool_hold_stop(void);
-
 #endif /* HPZD_POOL_H */

@@ -2,7 +2,8 @@
 #
 # lint.sh - static checks of what ships beside the code: the man pages
 # (mandoc -Tlint), the generated systemd units (systemd-analyze verify),
-# and the layers of the C sources (no file includes a higher layer's header).
+# the layers of the C sources (no file includes a higher layer's header),
+# and the circles of files (no two files of a program call each other).
 #
 # Run by `make check` with HPZ_SRCDIR (the source tree) and HPZ_BUILDDIR
 # (the build tree, holding systemd/hpzerod.service and .socket, and
@@ -197,7 +198,7 @@ lint_sysusers() {
 
 # --- layers: no file includes the header of a layer above it --------------
 
-# The daemon is a stack (DESIGN.md, "Shape of the system"): a module calls
+# The daemon is a stack (doc/layout.md, "daemon/"): a module calls
 # only down, and is handed a callback where it must reach up.  Every file
 # of daemon/ and lib/ has its layer here; an include of a higher layer's
 # header fails.  A new daemon file must be placed in the table.  A lib/
@@ -240,7 +241,8 @@ daemon/region-check.c 4	daemon/region-check.h 4
 daemon/prep.c 4		daemon/prep.h 4
 daemon/fdstore.c 4	daemon/fdstore.h 4
 daemon/pool.c 4		daemon/pool.h 4
-daemon/pool-fill.c 4	daemon/pool-fill.h 4	daemon/pool-hold.c 4
+daemon/pool-fill.c 4	daemon/pool-fill.h 4
+daemon/pool-hold.c 4	daemon/pool-hold.h 4
 # 5 control: the socket, its requests, the status replies
 daemon/control.c 5	daemon/control.h 5
 daemon/control-client.c 5	daemon/control-client.h 5
@@ -309,6 +311,115 @@ $path (layer $layer) includes $inc (layer $hl)"
 	fi
 }
 
+# --- circles: no two files of a program call each other -------------------
+
+# The file graph of one program or library, from its built objects: file
+# A -> file B when A's object uses a global symbol B's defines (nm).  A
+# circle (A calls B, B calls A, perhaps through others) means neither
+# can be read, tested or changed without the other: each file has its
+# place and calls only the files below it, and is handed a callback where
+# it must reach up.  The known circles are listed here, each with what
+# holds it; a new one fails.
+lint_circles_known() {
+	cat <<'EOF_CIRCLES'
+# libhpz's connection, guard and registry: the guard reconnects through
+# conn.c, conn.c tells the guard of each connect and fork, the registry
+# takes the guard's lock (issue 34 leaves it; untangled with callbacks)
+libhpz: conn guard registry
+# hpz-run's preload library: preload.c holds the real functions and the
+# shared state the other two use, and calls the pool's half from its
+# interposed mmap and munmap
+preload: preload preload-pool preload-uffd
+EOF_CIRCLES
+}
+
+# lint_circles_of NAME OBJ...: the circles of NAME's files, one a line,
+# members sorted, as "NAME: a b c".
+lint_circles_of() {
+	local name=$1 o f
+
+	shift
+	: >"$tmp/def"
+	: >"$tmp/use"
+	for o in "$@"; do
+		f=${o##*/}
+		f=${f%.o}
+		f=${f#*-}	# automake's per-target prefix
+		nm -g --defined-only "$o" |
+		    awk -v f="$f" 'NF == 3 { print $3, f }' >>"$tmp/def"
+		nm -u "$o" | awk -v f="$f" '{ print $NF, f }' >>"$tmp/use"
+	done
+	sort -u "$tmp/def" >"$tmp/d"
+	sort -u "$tmp/use" >"$tmp/u"
+	join "$tmp/u" "$tmp/d" | awk '$2 != $3 { print $2, $3 }' | sort -u |
+	    awk -v name="$name" '
+	{ adj[$1] = adj[$1] " " $2; node[$1]; node[$2] }
+	END {
+		for (a in node) {
+			split("", seen)
+			q[0] = a; h = 0; t = 1
+			while (h < t) {
+				x = q[h++]
+				m = split(adj[x], nb, " ")
+				for (i = 1; i <= m; i++)
+					if (!(nb[i] in seen)) {
+						seen[nb[i]]
+						q[t++] = nb[i]
+					}
+			}
+			for (b in seen)
+				reach[a, b] = 1
+		}
+		for (a in node) {
+			if (a in done || !((a, a) in reach))
+				continue
+			c = ""
+			for (b in node)
+				if ((a, b) in reach && (b, a) in reach) {
+					c = c " " b
+					done[b]
+				}
+			print name ":" c
+		}
+	}' | while read -r label members; do
+		printf '%s %s\n' "$label" \
+		    "$(printf '%s\n' $members | sort | tr '\n' ' ' | sed 's/ $//')"
+	done
+}
+
+lint_circles() {
+	local b=$builddir found known new n=0 set
+
+	if ! command -v nm >/dev/null 2>&1; then
+		skip "circles: nm is not installed"
+		return
+	fi
+	if [ ! -e "$b/daemon/hpzerod" ] || [ ! -e "$b/client/hpzctl" ]; then
+		skip "circles: nothing built in $b"
+		return
+	fi
+	found=$(
+	    lint_circles_of hpzerod "$b"/daemon/libhpzd_a-*.o \
+		"$b"/daemon/hpzerod-*.o
+	    lint_circles_of libhpz "$b"/lib/.libs/*.o
+	    lint_circles_of hpzctl "$b"/client/hpzctl-*.o
+	    lint_circles_of hpz-bench "$b"/client/hpz_bench-*.o
+	    lint_circles_of preload "$b"/client/.libs/libhpz_preload_la-*.o
+	    lint_circles_of libhpzcli "$b"/client/.libs/libhpzcli_la-*.o)
+	known=$(lint_circles_known | sed 's/#.*//' | grep -v '^[[:space:]]*$')
+	new=$(printf '%s\n' "$found" | grep -v '^$' |
+	    grep -vxF "$known" || true)
+	for set in hpzerod libhpz hpzctl hpz-bench preload libhpzcli; do
+		n=$((n + 1))
+	done
+	if [ -n "$new" ]; then
+		fail "circles: files of a program that call each other" "$new"
+	else
+		pass "circles: $n programs, no circle but the $(printf '%s\n' \
+		    "$known" | grep -c .) known ones"
+	fi
+}
+
 lint_man
 if stage_units; then
 	lint_substituted
@@ -317,6 +428,7 @@ if stage_units; then
 fi
 lint_sysusers
 lint_layers
+lint_circles
 
 echo "lint: $passed passed, $failed failed"
 if [ "$failed" -ne 0 ]; then
