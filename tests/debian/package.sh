@@ -253,7 +253,8 @@ check "install: the socket started the service" \
 pid_n=$(show MainPID)
 
 # --- a client through the upgrade -------------------------------------------
-# Built here against what libhpz-dev installed.  HPZ_UPGRADE_PUNCH=1 runs
+# Built here against what libhpz-dev installed (gcc: cc is an alternative,
+# whose link lives in the host's /etc, not the container's).  HPZ_UPGRADE_PUNCH=1 runs
 # it with HPZ_RELEASE_HOLES (the daemon punches its garbage when it lets
 # go, as before keep.c): the test must then fail, and says how.
 uflags=
@@ -269,7 +270,7 @@ wait_line() {
 	done
 	return 1
 }
-if cin sh -c 'cc -O2 -Wall -o /usr/local/bin/upgrade-client \
+if cin sh -c 'gcc -O2 -Wall -o /usr/local/bin/upgrade-client \
     /opt/debs/upgrade-client.c $(pkg-config --cflags --libs libhpz)' \
     >"$tmp/cc.log" 2>&1; then
 	echo "ok   upgrade-client built against the installed libhpz-dev"
@@ -277,11 +278,13 @@ if cin sh -c 'cc -O2 -Wall -o /usr/local/bin/upgrade-client \
 	cin setpriv --reuid=$CLIENT_UID --regid=$CLIENT_UID --groups="$gid" \
 	    upgrade-client $uflags >"$tmp/client.out" 2>&1 8>&- &
 	client=$!
-	if wait_line "$tmp/client.out" '^ready' 30; then
+	wait_line "$tmp/client.out" '^ready\|^upgrade-client:' 30
+	if grep -q '^ready' "$tmp/client.out"; then
 		cpid=$(sed -n 's/^pid //p' "$tmp/client.out")
 		sed -n 's/^ready: /     client: /p' "$tmp/client.out"
 	else
 		cat "$tmp/client.out"
+		echo "     2 MiB huge pages: $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages) in all, $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages) free, $(cat /sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages) reserved"
 		echo "FAIL upgrade-client did not start"
 		failed=$((failed + 1))
 		client=
@@ -291,7 +294,7 @@ if cin sh -c 'cc -O2 -Wall -o /usr/local/bin/upgrade-client \
 	echo "     fd store before the upgrade: $(show NFileDescriptorStore) fds"
 else
 	cat "$tmp/cc.log"
-	echo "FAIL cc upgrade-client.c against libhpz-dev"
+	echo "FAIL gcc upgrade-client.c against libhpz-dev"
 	failed=$((failed + 1))
 fi
 
