@@ -148,7 +148,8 @@ free=$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages)
 
 mkdir -p "$tmp/debs" "$tmp/usr" "$tmp/var"
 cp "$tmp"/n/*.deb "$tmp"/n1/*.deb "$tmp/debs/"
-cp "$srcdir/tests/debian/upgrade-client.c" "$tmp/debs/"
+cp "$srcdir/tests/debian/upgrade-client.c" \
+    "$srcdir/tests/debian/fdstore-probe.c" "$tmp/debs/"
 launch() {
 	local h
 	for h in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
@@ -214,6 +215,52 @@ demo() {
 	cin setpriv --reuid=$CLIENT_UID --regid=$CLIENT_UID --groups="$gid" \
 	    hpz-demo -s $SOCK -S 64M -r 1 -t 1 >"$tmp/demo.out" 2>&1 8>&-
 }
+
+# --- the fd store of this systemd ------------------------------------------
+# What the host's systemd keeps in a service's fd store when the service
+# stops and starts again (a probe service that stores one memfd; systemd
+# 254 made it a setting, FileDescriptorStorePreserve=, Debian 12 has 252).
+# hpzerod does not count on it: a graceful exit takes its regions out of
+# the store (fdstore_forget) after clearing their garbage in place, and
+# libhpz registers them again with the next daemon; the store carries
+# regions across a crash (Restart=on-failure).  Said, not checked: it is
+# the host's systemd, not ours.
+#
+# probe WHAT COMMAND: run COMMAND, wait for a new instance of the probe.
+probe() {
+	local old i
+	old=$(show MainPID hpz-fdprobe.service)
+	eval "$2" >/dev/null 2>&1
+	for i in $(seq 50); do
+		[ "$(show SubState hpz-fdprobe.service)" = running ] &&
+		    [ "$(show MainPID hpz-fdprobe.service)" != "$old" ] && break
+		sleep 0.1
+	done
+	echo "     fd store: after $1: $(show NFileDescriptorStore \
+	    hpz-fdprobe.service) fds held; $(cin tail -1 /run/fdprobe.log)"
+}
+if cin sh -c 'gcc -O2 -Wall -o /usr/local/bin/fdstore-probe \
+    /opt/debs/fdstore-probe.c $(pkg-config --cflags --libs libsystemd)' \
+    >"$tmp/cc.log" 2>&1; then
+	printf '%s\n' '[Service]' Type=notify NotifyAccess=main \
+	    FileDescriptorStoreMax=4 Restart=on-failure RestartSec=100ms \
+	    'ExecStart=/usr/local/bin/fdstore-probe /run/fdprobe.log' |
+	    cin tee /etc/systemd/system/hpz-fdprobe.service >/dev/null
+	cin systemctl daemon-reload
+	echo "     fd store: systemd $(cin systemctl --version | sed -n '1s/^systemd //p')"
+	probe "start" 'cin systemctl start hpz-fdprobe.service'
+	probe "systemctl restart" 'cin systemctl restart hpz-fdprobe.service'
+	probe "SIGKILL (Restart=on-failure)" \
+	    'cin systemctl kill -s KILL hpz-fdprobe.service'
+	probe "systemctl stop, then start" 'cin systemctl stop \
+	    hpz-fdprobe.service; cin systemctl start hpz-fdprobe.service'
+	cin systemctl stop hpz-fdprobe.service
+	cin rm -f /etc/systemd/system/hpz-fdprobe.service
+	cin systemctl daemon-reload
+else
+	sed 's/^/     /' "$tmp/cc.log"
+	echo "note: fdstore-probe.c did not build (libsystemd-dev?): not probed"
+fi
 
 # --- install ---------------------------------------------------------------
 cd "$tmp/debs" || die "cd"
@@ -341,6 +388,11 @@ if [ -n "$client" ]; then
 	done
 	if kill -0 "$client" 2>/dev/null; then
 		crc=timeout
+		echo "     client: no answer 60 s after it was told to check its"
+		echo "     pages (every free page taken): where its threads wait:"
+		cin sh -c "for t in /proc/$cpid/task/*; do
+		    echo \$t \$(cat \$t/wchan) \$(head -c 60 \$t/syscall); done" |
+		    sed 's/^/       /'
 	else
 		wait "$client"
 		crc=$?
