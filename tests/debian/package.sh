@@ -400,7 +400,7 @@ if [ -n "$client" ]; then
 	sed 's/^/     client: /' "$tmp/client.out" | grep -v '^     client: pid \|ready'
 	check "upgrade: the client kept every page through the restart (exit $crc)" \
 	    '[ "$crc" = 0 ]'
-	stall=$(sed -n 's/.*longest stall \([0-9.]* ms\).*/\1/p' "$tmp/client.out")
+	stall=$(sed -n 's/.*longest stall \([0-9.]* ms ([^)]*)\).*/\1/p' "$tmp/client.out")
 	echo "     longest client stall across the upgrade: ${stall:-?}"
 	hpid=$(sed -n 's/^hog: pid //p' "$tmp/hog.out")
 	[ -n "$hpid" ] && cin kill "$hpid"
