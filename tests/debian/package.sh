@@ -390,6 +390,9 @@ if [ -n "$client" ]; then
 		crc=timeout
 		echo "     client: no answer 60 s after it was told to check its"
 		echo "     pages (every free page taken): where its threads wait:"
+		cin cat /proc/$cpid/stat | awk -v hz="$(getconf CLK_TCK)" \
+		    '{ printf "       its CPU time: user %.1f s, system %.1f s\n",
+		    $14 / hz, $15 / hz }'
 		cin sh -c "for t in /proc/$cpid/task/*; do
 		    echo \$t \$(cat \$t/wchan) \$(head -c 60 \$t/syscall); done" |
 		    sed 's/^/       /'

@@ -275,6 +275,8 @@ main(int argc, char **argv)
 	}
 
 	/* Every page, now that another process took every free one. */
+	printf("checking %zu pages after %zu rounds\n", n, rounds);
+	fflush(stdout);
 	for (i = 0; i < n; i++) {
 		rc = page_check(base, i, i < nd ? data_byte(i) : 0, &wrong);
 		if (rc == 2) {
