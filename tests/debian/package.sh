@@ -236,10 +236,10 @@ demo() {
 #
 # probe WHAT COMMAND: run COMMAND, wait for a new instance of the probe.
 probe() {
-	local old i
+	local old
 	old=$(show MainPID hpz-fdprobe.service)
 	eval "$2" >/dev/null 2>&1
-	for i in $(seq 50); do
+	for _ in $(seq 50); do
 		[ "$(show SubState hpz-fdprobe.service)" = running ] &&
 		    [ "$(show MainPID hpz-fdprobe.service)" != "$old" ] && break
 		sleep 0.1
@@ -318,8 +318,7 @@ client=
 cpid=
 # wait_line FILE REGEX SECONDS: FILE has a line matching REGEX in time.
 wait_line() {
-	local i
-	for i in $(seq $(($3 * 10))); do
+	for _ in $(seq $(($3 * 10))); do
 		grep -q "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
