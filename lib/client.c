@@ -26,6 +26,63 @@
 #include "hpz-state.h"
 #include "mappers.h"
 
+static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
+
+/*
+ * A forked child must share neither the parent's connection (conn.c),
+ * its guard (guard.c) nor its regions (registry.c), in that order: the
+ * guard lets go of what it holds of each region before its record goes.
+ */
+static void
+lib_atfork_child(void)
+{
+	lib_conn_fork_child();
+	lib_guard_fork_child();
+	lib_registry_fork_child();
+}
+
+/* Once a process, before its first request: the guard watches the link. */
+static void
+lib_init_once(void)
+{
+	lib_conn_watch(lib_guard_connected, lib_guard_disconnected);
+	pthread_atfork(NULL, NULL, lib_atfork_child);
+}
+
+static void
+lib_init(void)
+{
+	pthread_once(&lib_once, lib_init_once);
+}
+
+/*
+ * A request (lib_lock held).  If the connection was lost while we have
+ * regions, they are registered again first (guard.c): a new daemon must
+ * never see a request about a region it does not know.
+ */
+static int
+lib_request(void *req, size_t len, const int *fds, int nfds,
+    struct hpz_msg *reply, uint16_t want)
+{
+	int	error;
+
+	if ((error = lib_guard_ready()) != 0)
+		return (error);
+	return (lib_call(req, len, fds, nfds, reply, want));
+}
+
+/* Wait a little for the daemon or the fallback; 0 if the deadline passed. */
+static int
+lib_request_retry(uint64_t deadline)
+{
+	/* Refused by a daemon that is there: no waiting for another. */
+	if (lib_conn_refused())
+		return (0);
+	if (lib_guard_mode() == LIB_CONNECTED)
+		return (0);
+	return (lib_guard_wait(deadline));
+}
+
 /* What we ask of UFFDIO_API, as far as the kernel offers it. */
 #define LIB_UFFD_WANT	(UFFD_FEATURE_MISSING_HUGETLBFS | \
 	UFFD_FEATURE_MINOR_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM | \

@@ -1,10 +1,11 @@
 /*
  * conn.c - libhpz's connection to hpzerod: the socket, a request and its
- * validated reply, the wait for a daemon that went away, the reason a call
- * failed (lib_fail, hpz_last_error), and what a forked child must not
- * share.  The regions are registry.c's, the calls client.c's; what
- * happens while hpzerod is away is in guard.c (reconnecting) and serve.c
- * (serving faults ourselves).
+ * validated reply, the reason a call failed (lib_fail, hpz_last_error),
+ * and what a forked child must not share of it.  It calls no other file
+ * of libhpz: whoever watches the connection (guard.c) is told of each
+ * connect and drop through lib_conn_watch.  The regions are registry.c's,
+ * the calls client.c's; what happens while hpzerod is away is in guard.c
+ * (reconnecting) and serve.c (serving faults ourselves).
  */
 #include <errno.h>
 #include <poll.h>
@@ -25,15 +26,15 @@
 
 /* The connection and its requests; before lib_rlock when both are held. */
 pthread_mutex_t		 lib_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t	 lib_once = PTHREAD_ONCE_INIT;
 static int		 lib_sock = -1;
+/* Told of each new connection (a copy to watch) and drop (lib_lock held). */
+static void		(*lib_conn_up)(int);
+static void		(*lib_conn_down)(void);
 static uint32_t		 lib_seq;		/* never 0: a refusal's */
 static int		 lib_refused;		/* the last call's connection
 						   was refused at accept */
 static __thread char	 lib_error[HPZ_REPLY_TEXT + 64];
 
-static void		 lib_atfork_child(void);
-static void		 lib_init_once(void);
 static const char	*lib_socket_path(void);
 
 /* Record this thread's reason for a failure; returns error. */
@@ -54,30 +55,22 @@ hpz_last_error(void)
 	return (lib_error);
 }
 
-/* A child must not share the parent's connection or its regions. */
-static void
-lib_atfork_child(void)
+/* A child must not share the parent's connection (in its atfork). */
+void
+lib_conn_fork_child(void)
 {
 	pthread_mutex_init(&lib_lock, NULL);
 	if (lib_sock != -1)
 		close(lib_sock);
 	lib_sock = -1;
-	/* No guard thread here; its fds (and any server lock) must go. */
-	lib_guard_fork_child();
-	lib_registry_fork_child();
 }
 
-static void
-lib_init_once(void)
-{
-	pthread_atfork(NULL, NULL, lib_atfork_child);
-}
-
-/* Once a process, before its first request. */
+/* Who is told of each connect (up, with the socket) and drop (down). */
 void
-lib_init(void)
+lib_conn_watch(void (*up)(int), void (*down)(void))
 {
-	pthread_once(&lib_once, lib_init_once);
+	lib_conn_up = up;
+	lib_conn_down = down;
 }
 
 static const char *
@@ -125,7 +118,8 @@ lib_connect(void)
 	if ((fd = lib_dial()) < 0)
 		return (fd);
 	lib_sock = fd;
-	lib_guard_connected(fd);
+	if (lib_conn_up != NULL)
+		lib_conn_up(fd);
 	return (0);
 }
 
@@ -136,7 +130,8 @@ lib_disconnect(void)
 	if (lib_sock != -1) {
 		shutdown(lib_sock, SHUT_RDWR);
 		close(lib_sock);
-		lib_guard_disconnected();
+		if (lib_conn_down != NULL)
+			lib_conn_down();
 	}
 	lib_sock = -1;
 }
@@ -257,31 +252,14 @@ lib_call(void *req, size_t len, const int *fds, int nfds,
 }
 
 /*
- * A request (lock held).  If the connection was lost while we have
- * regions, they are registered again first (guard.c): a new daemon must
- * never see a request about a region it does not know.
+ * Was the last call's connection refused as it was accepted (a limit)?
+ * Said once: the flag is cleared.
  */
 int
-lib_request(void *req, size_t len, const int *fds, int nfds,
-    struct hpz_msg *reply, uint16_t want)
+lib_conn_refused(void)
 {
-	int	error;
+	int	refused = lib_refused;
 
-	if ((error = lib_guard_ready()) != 0)
-		return (error);
-	return (lib_call(req, len, fds, nfds, reply, want));
-}
-
-/* Wait a little for the daemon or the fallback; 0 if the deadline passed. */
-int
-lib_request_retry(uint64_t deadline)
-{
-	/* Refused by a daemon that is there: no waiting for another. */
-	if (lib_refused) {
-		lib_refused = 0;
-		return (0);
-	}
-	if (lib_guard_mode() == LIB_CONNECTED)
-		return (0);
-	return (lib_guard_wait(deadline));
+	lib_refused = 0;
+	return (refused);
 }

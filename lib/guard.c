@@ -44,7 +44,6 @@
  */
 #define LIB_ABANDON_LOCK_MS	100
 
-pthread_mutex_t		 lib_rlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 lib_rcond = PTHREAD_COND_INITIALIZER;
 static enum lib_mode	 lib_mode = LIB_CONNECTED;
 static uint64_t		 lib_lost_at;		/* ms, CLOCK_MONOTONIC */
@@ -617,4 +616,19 @@ lib_guard_fork_child(void)
 		lr->map = NULL;		/* MADV_DONTFORK: not here */
 		lr->serving = 0;
 	}
+}
+
+/* Drop our record of a region whose mapping is gone. */
+void
+lib_forget(const struct hpz_region *region)
+{
+	struct lib_region	*lr;
+
+	pthread_mutex_lock(&lib_lock);
+	lr = lib_lookup((uintptr_t)region->addr, region->len);
+	if (lr != NULL) {
+		lib_guard_unlink(lr);
+		lib_region_free(lr);
+	}
+	pthread_mutex_unlock(&lib_lock);
 }

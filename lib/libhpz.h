@@ -63,7 +63,9 @@ enum lib_mode {
 extern pthread_mutex_t	 lib_lock;
 int		 lib_fail(int error, const char *fmt, ...)
 		    __attribute__((format(printf, 2, 3)));
-void		 lib_init(void);
+void		 lib_conn_fork_child(void);
+void		 lib_conn_watch(void (*up)(int), void (*down)(void));
+int		 lib_conn_refused(void);
 int		 lib_dial(void);
 int		 lib_connect(void);
 void		 lib_disconnect(void);
@@ -72,12 +74,10 @@ int		 lib_exchange(int sock, void *req, size_t len, const int *fds,
 		    int timeout_ms);
 int		 lib_call(void *req, size_t len, const int *fds, int nfds,
 		    struct hpz_msg *reply, uint16_t want);
-int		 lib_request(void *req, size_t len, const int *fds, int nfds,
-		    struct hpz_msg *reply, uint16_t want);
-int		 lib_request_retry(uint64_t deadline);
 
 /* registry.c */
 extern struct lib_region *lib_regions;
+extern pthread_mutex_t	 lib_rlock;
 void		 lib_region_free(struct lib_region *lr);
 void		 lib_registry_fork_child(void);
 void		 lib_follow(struct lib_region *lr);
@@ -86,10 +86,8 @@ struct lib_region *lib_lookup(uintptr_t addr, size_t len);
 struct lib_region *lib_lookup_within(uintptr_t addr, size_t len);
 int		 lib_overlaps(uintptr_t addr, size_t len);
 int		 lib_is_registered(const struct hpz_region *region);
-void		 lib_forget(const struct hpz_region *region);
 
 /* guard.c */
-extern pthread_mutex_t	 lib_rlock;
 void		 lib_guard_start(void);
 void		 lib_guard_fork_child(void);
 void		 lib_guard_connected(int sock);
@@ -103,6 +101,7 @@ int		 lib_guard_reset(struct lib_region *lr, uintptr_t addr,
 		    size_t len);
 int		 lib_guard_abandon(struct lib_region *lr);
 void		 lib_guard_unlink(struct lib_region *lr);
+void		 lib_forget(const struct hpz_region *region);
 
 /* serve.c */
 extern struct uffd_msg	*lib_q;

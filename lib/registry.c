@@ -1,8 +1,8 @@
 /*
  * registry.c - the regions this process registered (struct lib_region, on
- * lib_regions): finding one by range or by the daemon's id, following one
- * the daemon saw move (mremap), forgetting one, and freeing the records a
- * forked child inherited.
+ * lib_regions, under lib_rlock): finding one by range or by the daemon's
+ * id, following one the daemon saw move (mremap), and freeing the records
+ * a forked child inherited.  Under guard.c, which serves them.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -15,6 +15,8 @@
 
 /* Changed with lib_lock and lib_rlock held (libhpz.h). */
 struct lib_region	*lib_regions;
+/* The list's lock, which guard.c also takes for its mode (libhpz.h). */
+pthread_mutex_t		 lib_rlock = PTHREAD_MUTEX_INITIALIZER;
 
 static void		 lib_follow_all(void);
 static struct lib_region *lib_find(uintptr_t, size_t, struct lib_region ***);
@@ -179,19 +181,4 @@ lib_is_registered(const struct hpz_region *region)
 	found = lib_lookup((uintptr_t)region->addr, region->len) != NULL;
 	pthread_mutex_unlock(&lib_lock);
 	return (found);
-}
-
-/* Drop our record of a region whose mapping is gone. */
-void
-lib_forget(const struct hpz_region *region)
-{
-	struct lib_region	*lr;
-
-	pthread_mutex_lock(&lib_lock);
-	lr = lib_lookup((uintptr_t)region->addr, region->len);
-	if (lr != NULL) {
-		lib_guard_unlink(lr);
-		lib_region_free(lr);
-	}
-	pthread_mutex_unlock(&lib_lock);
 }

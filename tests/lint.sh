@@ -322,10 +322,6 @@ $path (layer $layer) includes $inc (layer $hl)"
 # holds it; a new one fails.
 lint_circles_known() {
 	cat <<'EOF_CIRCLES'
-# libhpz's connection, guard and registry: the guard reconnects through
-# conn.c, conn.c tells the guard of each connect and fork, the registry
-# takes the guard's lock (issue 34 leaves it; untangled with callbacks)
-libhpz: conn guard registry
 # hpz-run's preload library: preload.c holds the real functions and the
 # shared state the other two use, and calls the pool's half from its
 # interposed mmap and munmap
@@ -415,8 +411,8 @@ lint_circles() {
 	if [ -n "$new" ]; then
 		fail "circles: files of a program that call each other" "$new"
 	else
-		pass "circles: $n programs, no circle but the $(printf '%s\n' \
-		    "$known" | grep -c .) known ones"
+		pass "circles: $n programs, no circle but the known ($(printf '%s\n' \
+		    "$known" | grep -c .))"
 	fi
 }
 
