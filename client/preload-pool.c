@@ -242,10 +242,10 @@ preload_pool_swap(int fd, off64_t len)
 		return;
 	}
 	if (dup3(pfd, fd, (mine.flags & MFD_CLOEXEC) ? O_CLOEXEC : 0) != fd) {
-		close(pfd);
+		preload_real_close(pfd);
 		return;
 	}
-	close(pfd);
+	preload_real_close(pfd);
 	/* A memfd made without MFD_ALLOW_SEALING takes no seals. */
 	if ((mine.flags & MFD_ALLOW_SEALING) == 0)
 		(void)fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL);

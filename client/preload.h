@@ -1,9 +1,11 @@
 /*
- * preload.h - what the files of libhpz-preload.so share: preload.c (the
- * settings, the table of mappings, the interposers of the mappings),
- * preload-uffd.c (the hand-over to the program's own userfaultfd) and
- * preload-pool.c (a pool file for the program's hugetlb memfd, kept
- * looking like the program's own: punches, sizes, its own userfaultfd).
+ * preload.h - what the files of libhpz-preload.so share, from the bottom
+ * up: preload-base.c (the settings, the next definitions in line, the
+ * table of mappings), preload-pool.c (a pool file for the program's
+ * hugetlb memfd, kept looking like the program's own: punches, sizes, its
+ * own userfaultfd), preload-uffd.c (the hand-over to the program's own
+ * userfaultfd) and preload.c (the interposers of the mappings).  A file
+ * calls only the ones before it (tests/lint.sh checks it).
  *
  * All of it is hidden: the library exports only the functions it
  * interposes (and the program's own symbols of these names stay its own).
@@ -43,6 +45,7 @@ struct preload_map {
 };
 
 /* The definitions ours hide that more than one file calls. */
+extern void	*(*real_mremap)(void *, size_t, size_t, int, ...);
 extern ssize_t	(*real_sendmsg)(int, const struct msghdr *, int);
 extern int	(*real_register)(const struct hpz_region *);
 extern int	(*real_memfd_create)(const char *, unsigned int);
@@ -67,11 +70,17 @@ extern unsigned long	 preload_map_gen;
 /* Set while this thread is inside a wrapper: calls made meanwhile pass. */
 extern __thread int	 preload_busy __attribute__((tls_model("initial-exec")));
 
-/* preload.c */
+/* What preload_wants selects (HPZ_RUN_SELECT and the like). */
+struct runselect;
+extern struct runselect	 preload_select;
+
+/* preload-base.c */
 void		 preload_say(const char *, ...)
 		    __attribute__((format(printf, 1, 2)));
 const char	*preload_size_text(size_t, char *, size_t);
 void		 preload_resolve_once(void);
+void		*preload_real_mmap(void *, size_t, int, int, int, off64_t, int);
+int		 preload_real_munmap(void *, size_t);
 int		 preload_real_ioctl(int, unsigned long, void *);
 int		 preload_real_close(int);
 int		 preload_ready(void);
