@@ -116,9 +116,15 @@ fault_failed(struct region *r, struct ufork *f, uint64_t idx, uint64_t addr,
 		uffdio_wake(uffd_fd(r, f), addr, r->page_size);
 		return;
 	}
-	log_warnx("region %llu: cannot serve fault at 0x%llx: %s",
-	    (unsigned long long)r->id, (unsigned long long)addr,
-	    strerror(-error));
+	if (error == -ENOSPC)
+		log_warnx("region %llu: fault at 0x%llx: no page to be had for "
+		    "it (the host has no free huge page): SIGBUS, as the "
+		    "kernel answers", (unsigned long long)r->id,
+		    (unsigned long long)addr);
+	else
+		log_warnx("region %llu: cannot serve fault at 0x%llx: %s",
+		    (unsigned long long)r->id, (unsigned long long)addr,
+		    strerror(-error));
 	fault_poison(r, f, addr);
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <linux/falloc.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,15 +118,29 @@ state_needs_clear(uint8_t state)
  * (data or not) stay as they are.  Faulting them in through the mapping
  * runs in parallel (a page lock each); fallocate, which holds the file's
  * lock, is the fallback for kernels without MADV_POPULATE_WRITE.  0, or a
- * negative errno.
+ * negative errno: -ENOSPC when the pages lie inside the file and the
+ * kernel could not give them (hugetlbfs: no free huge page; shmem: no
+ * memory), the SIGBUS a thread touching them would get; -EFAULT past the
+ * end of the file.
  */
 int
 state_populate(void *map, int fd, uint64_t offset, uint64_t page_size,
     uint64_t idx, uint64_t n)
 {
+	struct stat	st;
+
 	if (madvise((char *)map + idx * page_size, n * page_size,
 	    MADV_POPULATE_WRITE) == 0)
 		return (0);
+	/*
+	 * EFAULT inside the file is not a page punched again behind us (a
+	 * map's EFAULT, after which a fault is retried): nothing could be
+	 * allocated, and a retry would fault for ever.  fstat of a hugetlbfs
+	 * or shmem file cannot block.
+	 */
+	if (errno == EFAULT && fstat(fd, &st) == 0 &&
+	    offset + (idx + n) * page_size <= (uint64_t)st.st_size)
+		return (-ENOSPC);
 	if (errno != EINVAL)
 		return (-errno);
 	if (fallocate(fd, 0, (off_t)(offset + idx * page_size),

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/falloc.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -320,6 +322,78 @@ Test(daemon, graceful_exit_keeps_garbage_pages)
 Test(daemon, unregister_keeps_garbage_pages)
 {
 	keep_after(1);
+}
+
+/*
+ * A garbage page its client punched, touched while the host has no free
+ * huge page: the kernel answers such a touch with SIGBUS (no page to be
+ * had), and so must the daemon.  On 51c4258 its populate met EFAULT, took
+ * it for a page punched again while it mapped, and woke the thread to
+ * fault again, for ever: the client hung, the daemon spun.
+ */
+struct nopage_touch {
+	const char	*p;
+	int		 done;		/* 1 read, 2 SIGBUS */
+};
+
+static void *
+nopage_touch_main(void *arg)
+{
+	struct nopage_touch	*t = arg;
+	struct sigaction	 sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = keep_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	if (sigsetjmp(keep_jb, 1) != 0) {
+		__atomic_store_n(&t->done, 2, __ATOMIC_RELEASE);
+		return (NULL);
+	}
+	keep_armed = 1;
+	(void)*(volatile const char *)t->p;
+	keep_armed = 0;
+	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
+	return (NULL);
+}
+
+Test(daemon, garbage_hole_with_no_free_page_is_sigbus_not_a_hang,
+    .timeout = 120)
+{
+	struct nopage_touch	 t;
+	struct hpz_region	 r;
+	pthread_t		 th;
+	int			 got, i, bound = 300 * itest_wait_scale();
+	pid_t			 hog;
+
+	itest_need_pages(2048, 8 + 8);
+	cr_assert_eq(hpz_region_create(&r, 8 * 2 * MiB, HPZ_PAGE_2M), 0);
+	r.flags |= HPZ_NO_SCRUB;	/* the page stays garbage */
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	memset(r.addr, 0x5a, r.len);
+	cr_assert_eq(hpz_reset(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(fallocate(r.fd, FALLOC_FL_PUNCH_HOLE |
+	    FALLOC_FL_KEEP_SIZE, 0, 2 * MiB), 0, "punch: %s", strerror(errno));
+	hog = keep_hog(&got);
+	t.p = (const char *)r.addr + 100;
+	t.done = 0;
+	cr_assert_eq(pthread_create(&th, NULL, nopage_touch_main, &t), 0);
+	for (i = 0; i < bound && __atomic_load_n(&t.done, __ATOMIC_ACQUIRE) ==
+	    0; i++)
+		usleep(100 * 1000);
+	itest_kill(hog);
+	printf("no free huge page (the hog took %d): the touch of a punched "
+	    "garbage page %s\n", got, t.done == 2 ? "met SIGBUS" :
+	    t.done == 1 ? "read" : "never returned");
+	fflush(stdout);
+	/* A touch that never returns leaves the thread behind: we exit. */
+	cr_assert_neq(t.done, 0, "the touch of a punched garbage page with no "
+	    "free huge page did not return in %d s (the kernel answers "
+	    "SIGBUS)", bound / 10);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(t.done, 2, "the touch read a page no one could have "
+	    "allocated");
+	hpz_region_destroy(&r);
 }
 
 Test(daemon, refuses_second_daemon_on_live_socket)
