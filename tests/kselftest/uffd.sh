@@ -22,8 +22,9 @@ S=$HPZ_SRCDIR
 B=$HPZ_BUILDDIR
 CACHE=${HPZ_KSELFTEST_CACHE:-$B/kselftest-cache}
 CC=${CC:-gcc}
-# hpz-run's smallest mapping: the tests' areas are 2 MiB to 256 MiB, and
-# the default (64M) would leave most of them alone.
+# hpz-run's smallest mapping: with the default (64M) the areas of
+# uffd-unit-tests (32 MiB), hugepage-mremap (10) and hugetlb-madvise (20)
+# would not be registered.
 MIN=${HPZ_KSELFTEST_MIN:-2M}
 STRESS_MB=128		# uffd-stress: area (MiB) and bounces
 BOUNCES=8
@@ -178,7 +179,9 @@ trap 'exit 130' INT TERM
 hp_reserve_2m "$PAGES"
 [ "$(cat "$FREE")" -ge "$PAGES" ] ||
 	skip "only $(cat "$FREE") free 2 MiB huge pages, $PAGES needed"
-# hugepage-shm maps 256 MiB of SysV shared memory (as run_vmtests.sh sets).
+# hugepage-shm maps 256 MiB of SysV shared memory (as run_vmtests.sh sets;
+# a limit beyond bash's integers, the kernel's default, fails the test
+# quietly: large enough).
 if [ "$(cat /proc/sys/kernel/shmmax)" -lt 268435456 ] 2>/dev/null ||
     [ "$(cat /proc/sys/kernel/shmall)" -lt 65536 ] 2>/dev/null; then
 	shm_restore="echo $(cat /proc/sys/kernel/shmmax) >/proc/sys/kernel/shmmax;
