@@ -2652,3 +2652,170 @@ Test(control, accept_out_of_fds_stops_and_says_so_once, .timeout = 120)
 	close(fd);
 	ctl_daemon_own_end(&d);
 }
+
+/* ---- refused connections with a stuck close queued in them --------------- */
+
+#define CTL_REFUSED_HOLD	64	/* [limits] clients: the uid's connections */
+#define CTL_REFUSED_CONNS	300	/* refused ones, each with a FUSE fd queued */
+#define CTL_REFUSED_FD		800	/* the attacker's FUSE fd, above its sockets */
+
+/* One message on sock with n copies of fd; 0 or -1. */
+static int
+ctl_send_fds(int sock, int fd, int n)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 4)];
+	}		 cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 junk[16];
+	int		 i;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	memset(junk, 0x5a, sizeof(junk));
+	iov.iov_base = junk;
+	iov.iov_len = sizeof(junk);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	for (i = 0; i < n; i++)
+		memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(fd));
+	return (sendmsg(sock, &mh, MSG_NOSIGNAL) == -1 ? -1 : 0);
+}
+
+/*
+ * Uid 65534 fills its [limits] clients with idle connections (each
+ * answered once: accepted), then makes CTL_REFUSED_CONNS more, each with
+ * a message carrying an fd of the FUSE file whose FLUSH is never answered
+ * sent before the daemon accepts it: each is refused at accept, with that
+ * fd still queued in it.
+ */
+static void
+ctl_attack_refused(int wfd)
+{
+	struct hpz_msg_header	 h;
+	struct sockaddr_un	 sun;
+	struct ctl_verdict	 v;
+	struct hpz_msg		 m;
+	char			 taken[CTL_REFUSED_FD];
+	int			 socks[CTL_REFUSED_HOLD + CTL_REFUSED_CONNS];
+	int			 fd, sock, i, held = 0, refused = 0, sent = 0;
+	int			 nsocks = 0;
+
+	/*
+	 * The FUSE fd above every socket: an exit closes in fd order, and
+	 * this close waits on the server; the sockets are closed first.
+	 */
+	for (i = 3; i < CTL_REFUSED_FD; i++)
+		taken[i] = fcntl(i, F_GETFD) != -1 || dup2(1, i) == -1;
+	if ((fd = open(ctl_fu.file, O_RDONLY | O_CLOEXEC)) != CTL_REFUSED_FD)
+		_exit(30);
+	for (i = 3; i < CTL_REFUSED_FD; i++)
+		if (!taken[i])
+			close(i);
+	if (setgid(65534) != 0 || setuid(65534) != 0)
+		_exit(31);
+	itest_sun(&sun, getenv("HPZ_SOCKET"));
+	for (i = 0; i < CTL_REFUSED_HOLD; i++) {
+		sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (sock == -1 || connect(sock, (struct sockaddr *)&sun,
+		    sizeof(sun)) == -1)
+			_exit(32);
+		socks[nsocks++] = sock;
+		proto_init(&h, HPZ_MSG_STATUS, sizeof(h), 1);
+		if (proto_send(sock, &h, sizeof(h), NULL, 0) == -1 ||
+		    ctl_attacker_reply(sock, &m) != 0)
+			_exit(33);
+		if (m.u.hdr.type != HPZ_MSG_REPLY)
+			held++;		/* a status: accepted and kept */
+	}
+	(void)write(wfd, "r", 1);
+	for (i = 0; i < CTL_REFUSED_CONNS; i++) {
+		sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (sock == -1 || connect(sock, (struct sockaddr *)&sun,
+		    sizeof(sun)) == -1)
+			break;	/* not accepting: that is a finding too */
+		/* Refused before it came, it is not taken (EPIPE). */
+		if (ctl_send_fds(sock, fd, 1) == 0)
+			sent++;
+		if (ctl_attacker_reply(sock, &m) == 0 &&
+		    m.u.hdr.type == HPZ_MSG_REPLY && m.u.reply.error != 0)
+			refused++;
+		socks[nsocks++] = sock;
+	}
+	/*
+	 * Closed here, before the exit: an exit's close of fd waits on the
+	 * server, and the sockets' releases would wait behind it.  What the
+	 * daemon has not read stays queued in its own ends.
+	 */
+	while (nsocks > 0)
+		close(socks[--nsocks]);
+	memset(&v, 0, sizeof(v));
+	v.replies = refused;
+	v.error = sent;
+	snprintf(v.text, sizeof(v.text), "%d connections held, %d sent an "
+	    "fd, %d refused", held, sent, refused);
+	(void)write(wfd, &v, sizeof(v));
+	pause();	/* our own close of fd would hang: we die instead */
+}
+
+/*
+ * A connection refused at accept with an fd of a FUSE file queued in it
+ * (its server never answers FLUSH).  On cef46ec the one reaper thread
+ * received that fd and closed it, waiting for ever, and every later
+ * refused connection stayed a descriptor of the daemon's.  Now a refused
+ * connection's queue is never received: the daemon's descriptors come
+ * back to where they were once the attacker is gone, the FUSE server
+ * still mute, and the honest client is served all along.
+ */
+Test(control, refused_connections_with_a_stuck_close_queued, .timeout = 180)
+{
+	const char		*name = "refused connections, FUSE fd queued";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	struct ctl_sockmode	 so;
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd, got, before, during, after, i, wait;
+
+	ctl_fuse_start(&ctl_fu, "noflush");
+	ctl_daemon_same();
+	before = itest_daemon_fds();
+	ctl_socket_for_all(&so);
+	attacker = ctl_attacker_start(ctl_attack_refused, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, &v, 60000);
+	during = after = itest_daemon_fds();
+	/*
+	 * Killed, its sockets closed already; its exit waits in the close of
+	 * its own FUSE fd until the server goes.  The server is still mute.
+	 */
+	kill(attacker, SIGKILL);
+	wait = 10 * 10 * itest_wait_scale();
+	for (i = 0; i < wait && (after = itest_daemon_fds()) > before + 2; i++)
+		usleep(100 * 1000);
+	printf("%s: the attacker: %s; daemon fds %d before, %d with the "
+	    "attacker, %d once it is gone\n", name, got ? v.text : "no word",
+	    before, during, after);
+	fflush(stdout);
+	ctl_fuse_stop(&ctl_fu);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_socket_restore(&so);
+	ctl_daemon_same();
+	cr_expect(got, "%s: the attacker did not finish", name);
+	cr_expect_geq(v.replies, CTL_REFUSED_CONNS / 2, "%s: only %d "
+	    "connections refused", name, v.replies);
+	cr_expect_gt(v.error, 0, "%s: no fd was queued in a refused "
+	    "connection: the test tested nothing", name);
+	cr_assert_leq(after, before + 2, "%s: the daemon holds %d descriptors "
+	    "%d s after the attacker went, %d before it came: refused "
+	    "connections are its burden", name, after, wait / 10, before);
+}
