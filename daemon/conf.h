@@ -62,6 +62,7 @@ struct conf {
 	int		 uid_stuck_contexts;	/* stuck_contexts */
 	int		 uid_contexts;		/* contexts */
 	int		 ctx_threads;		/* threads (0: derived) */
+	int		 region_forks;		/* forks, a region */
 	/* [pool]: re-read on SIGHUP. */
 	int		 pool;			/* enable */
 	uint64_t	 pool_size[POOL_NSIZES][TOPO_NODES_MAX]; /* size_2m,

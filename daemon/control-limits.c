@@ -22,6 +22,7 @@
 #include "region-life.h"
 #include "region.h"
 #include "scrub.h"
+#include "uffd.h"
 
 /* [limits] in force; 0: unlimited (region_pages lives in region.c). */
 static int		 control_uid_clients;
@@ -40,6 +41,7 @@ control_limits(const struct conf *c)
 	region_limits(c->region_pages);
 	cctx_limits(c->uid_stuck_contexts, c->uid_contexts,
 	    c->ctx_threads > 0 ? c->ctx_threads : cctx_threads_derived());
+	uffd_limits(c->region_forks);
 }
 
 /*

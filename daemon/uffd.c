@@ -26,6 +26,7 @@
 #include "uffd-compat.h"
 #include "uffdio.h"
 
+#include "cctx.h"
 #include "conf.h"
 #include "globals.h"
 #include "log.h"
@@ -61,6 +62,15 @@ uffd_hooks(void (*run)(struct worker *, struct work *),
 {
 	uffd_fault_run = run;
 	uffd_released = released;
+}
+
+/* [limits] forks: a region's children at once (0: unlimited). */
+static atomic_int	uffd_forks_max = UFFD_FORKS_DEFAULT;
+
+void
+uffd_limits(int forks)
+{
+	atomic_store(&uffd_forks_max, forks);
 }
 
 /* The CPU a thread last ran on (field 39 of its stat), or -1. */
@@ -292,11 +302,23 @@ static void
 uffd_forked(struct region *r, struct ufork *parent, int ufd)
 {
 	struct ufork	*f;
-	int		 fl;
+	int		 fl, n = 0, max = atomic_load(&uffd_forks_max);
 
+	/* Children not yet found gone: past the limit the region goes. */
+	TAILQ_FOREACH(f, &r->events.forks, entry)
+		if (!atomic_load(&f->dead))
+			n++;
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
 		uffd_fork_lost(r, ufd);
 		return;
+	}
+	atomic_store(&r->events.sweep, 1);
+	if (max > 0 && n >= max) {
+		log_warnx("region %llu (pid %d): %d forked children at once, "
+		    "[limits] forks allows %d", (unsigned long long)r->id,
+		    (int)r->pid, n + 1, max);
+		uffd_region_refused(r, "too many forked children ([limits] "
+		    "forks)");
 	}
 	fl = fcntl(ufd, F_GETFL);
 	if (fl == -1 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK) == -1)
@@ -639,6 +661,150 @@ uffd_fork_release(struct ufork *f)
 }
 
 /*
+ * A child's uffd closed on its client's context: a close takes the
+ * child's mmap_lock while its mm lives (userfaultfd_release), which the
+ * client can hold.
+ */
+struct uffd_close {
+	struct cctx_job	 job;
+	struct ufork	*f;
+};
+
+static void
+uffd_fork_close_work(struct cctx_job *j)
+{
+	struct uffd_close	*k = j->arg;
+
+	uffd_fork_put(k->f);
+}
+
+static void
+uffd_fork_close_done(struct cctx_job *j)
+{
+	struct cctx	*x = j->ctx;
+
+	free(j->arg);
+	cctx_put(x);
+}
+
+/* A dead child let go (main thread; f off the list): closed on r's context. */
+static void
+uffd_fork_release_ctx(struct region *r, struct ufork *f)
+{
+	struct uffd_close	*k;
+
+	uffd_fork_unwatch(f);
+	if (r->ctx == NULL || (k = calloc(1, sizeof(*k))) == NULL) {
+		/* Its mm is gone: the close takes no lock of the client's. */
+		uffd_fork_put(f);
+		return;
+	}
+	k->f = f;
+	cctx_hold(r->ctx);
+	(void)cctx_submit(r->ctx, &k->job, uffd_fork_close_work,
+	    uffd_fork_close_done, k, "close a forked child's uffd");
+}
+
+/*
+ * Is the child behind a uffd gone?  An unregister of a page no mapping
+ * of ours uses fails with ENOMEM once the child's mm has no user left
+ * (mmget_not_zero), and asks nothing of a live one.  On r's context: on a
+ * live child it takes its mmap_lock.
+ */
+#define UFFD_PROBE_ADDR	0x7fffffffe000ULL
+
+static int
+uffd_child_gone(int ufd)
+{
+	struct uffdio_range	range = { UFFD_PROBE_ADDR, 4096 };
+
+	if (ioctl(ufd, UFFDIO_UNREGISTER, &range) == 0)
+		return (0);
+	return (errno == ENOMEM || errno == ESRCH);
+}
+
+struct uffd_sweep {
+	struct cctx_job	  job;
+	struct region	 *r;
+	struct ufork	**f;
+	int		  n;
+};
+
+/* Look at each child of the region: mark the gone ones dead. */
+static void
+uffd_sweep_work(struct cctx_job *j)
+{
+	struct uffd_sweep	*k = j->arg;
+	int			 i, any = 0;
+
+	for (i = 0; i < k->n; i++) {
+		if (uffd_child_gone(k->f[i]->uffd)) {
+			atomic_store(&k->f[i]->dead, 1);
+			any = 1;
+		}
+		uffd_fork_put(k->f[i]);
+	}
+	if (any)
+		hpzd_kick();
+}
+
+static void
+uffd_sweep_done(struct cctx_job *j)
+{
+	struct uffd_sweep	*k = j->arg;
+	int			 i;
+
+	/* Refused (no thread): the children it held are let go here. */
+	if (cctx_job_error(j) != 0)
+		for (i = 0; i < k->n; i++)
+			uffd_fork_put(k->f[i]);
+	k->r->events.sweeping = 0;
+	if (atomic_load(&k->r->events.sweep))
+		hpzd_kick();
+	cctx_put(j->ctx);
+	free(k->f);
+	free(k);
+}
+
+/*
+ * A child came since the last look (main thread, evlock held): look for
+ * the children gone on r's context.  A child is gone when its process
+ * exits; the fork event names no pid, and a child's pid is learnt only
+ * from its first fault: so each new fork (and each fault's exit watch)
+ * looks again, and no more than [limits] forks are ever held.
+ */
+static void
+uffd_sweep(struct region *r)
+{
+	struct uffd_sweep	*k;
+	struct ufork		*f;
+	int			 n = 0;
+
+	if (r->events.sweeping || r->ctx == NULL || atomic_load(&r->gone) ||
+	    !atomic_exchange(&r->events.sweep, 0))
+		return;
+	TAILQ_FOREACH(f, &r->events.forks, entry)
+		n++;
+	if ((k = calloc(1, sizeof(*k))) == NULL ||
+	    (k->f = calloc((size_t)n + 1, sizeof(*k->f))) == NULL) {
+		free(k);
+		atomic_store(&r->events.sweep, 1);
+		return;
+	}
+	k->r = r;
+	TAILQ_FOREACH(f, &r->events.forks, entry) {
+		if (atomic_load(&f->dead))
+			continue;
+		atomic_fetch_add(&f->refs, 1);
+		k->f[k->n++] = f;
+	}
+	r->events.sweeping = 1;
+	cctx_hold(r->ctx);
+	(void)cctx_submit(r->ctx, &k->job, uffd_sweep_work, uffd_sweep_done,
+	    k, "look for a region's children gone");
+}
+
+/*
  * The loop's part of letting the children go (main thread): their events
  * and exit watches.  Their uffds stay open for uffd_forks_release.
  */
@@ -737,6 +903,7 @@ uffd_tend(struct region *r)
 			}
 		}
 	}
+	uffd_sweep(r);
 	pthread_mutex_unlock(&r->events.evlock);
 	while ((f = TAILQ_FIRST(&dead)) != NULL) {
 		TAILQ_REMOVE(&dead, f, entry);
@@ -744,7 +911,7 @@ uffd_tend(struct region *r)
 		    (unsigned long long)r->id);
 		if (f->pidfd == -2)
 			f->pidfd = -1;
-		uffd_fork_release(f);
+		uffd_fork_release_ctx(r, f);
 	}
 }
 

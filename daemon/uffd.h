@@ -32,6 +32,8 @@ struct ufork {
 TAILQ_HEAD(uforks, ufork);
 
 #define REGION_MOVED_MAX	4
+/* [limits] forks: a region's children served at once, by default. */
+#define UFFD_FORKS_DEFAULT	64
 /* Children's uffds a region out of memory keeps until its release. */
 #define UFFD_LOST_FORKS		4
 
@@ -48,6 +50,9 @@ struct uffd_slice {
 	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
 						   we had no memory for */
 	int			 nlost;
+	atomic_int		 sweep;		/* a child came: look for
+						   dead ones (uffd_sweep) */
+	int			 sweeping;	/* a sweep queued; main */
 };
 
 void		 uffd_read_cb(int fd, short events, void *arg);
@@ -62,6 +67,7 @@ void		 uffd_region_refused(struct region *, const char *why);
 void		 uffd_tampered(struct region *, int n);
 void		 uffd_tend(struct region *);
 void		 uffd_region_init(struct region *);
+void		 uffd_limits(int forks);
 void		 uffd_forks_release(struct region *);
 void		 uffd_forks_unwatch(struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);

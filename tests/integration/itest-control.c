@@ -2819,3 +2819,92 @@ Test(control, refused_connections_with_a_stuck_close_queued, .timeout = 180)
 	    "%d s after the attacker went, %d before it came: refused "
 	    "connections are its burden", name, after, wait / 10, before);
 }
+
+/* ---- children forked with the region and gone at once ------------------- */
+
+#define CTL_FORKS	300	/* children the attacker forks, one by one */
+
+/*
+ * A client with fork events (root: CAP_SYS_PTRACE) registers a region
+ * without MADV_DONTFORK and forks CTL_FORKS children one after the other,
+ * each gone at once without touching the region; it stays, registered.
+ */
+static void
+ctl_attack_forks(int wfd)
+{
+	struct hpz_region	 r;
+	struct ctl_verdict	 v;
+	size_t			 first;
+	pid_t			 pid;
+	int			 i, status, done = 0;
+
+	if (hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM) != 0 ||
+	    hpz_register(&r) != 0)
+		_exit(30);
+	if (madvise(r.addr, r.len, MADV_DOFORK) != 0)
+		_exit(31);
+	(void)write(wfd, "r", 1);
+	for (i = 0; i < CTL_FORKS; i++) {
+		if ((pid = fork()) == -1)
+			break;
+		if (pid == 0)
+			_exit(0);
+		if (waitpid(pid, &status, 0) == pid)
+			done++;
+	}
+	memset(&v, 0, sizeof(v));
+	v.replies = done;
+	v.error = itest_count_nonzero(r.addr, r.len, &first) != 0;
+	snprintf(v.text, sizeof(v.text), "%d children forked and gone%s",
+	    done, v.error ? "; its region has a stale byte" : "");
+	(void)write(wfd, &v, sizeof(v));
+	pause();
+}
+
+/*
+ * On cef46ec each child's uffd stayed in the daemon until the region went
+ * (its exit was watched only from its first fault): 300 children, 300
+ * descriptors.  Now a child found gone is let go on its client's
+ * context, and a region holds at most [limits] forks children at once:
+ * with the children gone the daemon holds the region's own descriptors,
+ * and once the client goes, what it held before.
+ */
+Test(control, forked_children_gone_leave_no_descriptors, .timeout = 180)
+{
+	const char		*name = "children forked and gone";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd, got, before, during, gone, i, wait;
+
+	ctl_daemon_same();
+	before = itest_daemon_fds();
+	attacker = ctl_attacker_start(ctl_attack_forks, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, &v, 60000);
+	/* The client stays: its connection and region's uffd, memfd, state. */
+	wait = 10 * 10 * itest_wait_scale();
+	during = itest_daemon_fds();
+	for (i = 0; i < wait && (during = itest_daemon_fds()) > before + 6;
+	    i++)
+		usleep(100 * 1000);
+	ctl_attacker_stop(attacker, arfd);
+	gone = itest_daemon_fds();
+	for (i = 0; i < wait && (gone = itest_daemon_fds()) > before + 2; i++)
+		usleep(100 * 1000);
+	printf("%s: the client: %s; daemon fds %d before, %d with its "
+	    "children gone, %d once it is gone too\n", name,
+	    got ? v.text : "no word", before, during, gone);
+	fflush(stdout);
+	ctl_daemon_same();
+	cr_assert(got, "%s: the client did not finish forking", name);
+	cr_expect_eq(v.error, 0, "%s: %s", name, v.text);
+	cr_expect_eq(v.replies, CTL_FORKS, "%s: %s", name, v.text);
+	cr_assert_leq(during, before + 6, "%s: the daemon holds %d descriptors "
+	    "%d s after the client's %d children went, %d before the client "
+	    "came: a gone child's uffd is kept", name, during, wait / 10,
+	    v.replies, before);
+	cr_assert_leq(gone, before + 2, "%s: the daemon holds %d descriptors "
+	    "after the client went, %d before", name, gone, before);
+}
