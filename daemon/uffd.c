@@ -4,6 +4,7 @@
  * (fault.c resolves them), and the ioctls every user of it shares: map
  * with the EAGAIN pump, wake; and a region's release.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -712,6 +713,9 @@ uffd_fork_release_ctx(struct region *r, struct ufork *f)
  * live child it takes its mmap_lock.
  */
 #define UFFD_PROBE_ADDR	0x7fffffffe000ULL
+/* The client's children watched at most, and new ones a sweep takes. */
+#define UFFD_KIDS_MAX	256
+#define UFFD_KIDS_NEW	16
 
 static int
 uffd_child_gone(int ufd)
@@ -728,7 +732,148 @@ struct uffd_sweep {
 	struct region	 *r;
 	struct ufork	**f;
 	int		  n;
+	pid_t		  pid;		/* the client */
+	pid_t		 *known;	/* children watched already */
+	int		  nknown;
+	pid_t		  kid[UFFD_KIDS_NEW];	/* new ones: pid, pidfd */
+	int		  kidfd[UFFD_KIDS_NEW];
+	int		  nkid;
 };
+
+/*
+ * The client's children not watched yet (its threads' children lists),
+ * each with a pidfd: a fork event names no pid, so every child of the
+ * client is watched, and any one's exit looks at them all again.
+ */
+static void
+uffd_sweep_kids(struct uffd_sweep *k)
+{
+	char		 path[64], buf[4096], *p, *end;
+	struct dirent	*e;
+	DIR		*d;
+	FILE		*fp;
+	long		 v;
+	int		 i, fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)k->pid);
+	if (k->pid <= 0 || (d = opendir(path)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL && k->nkid < UFFD_KIDS_NEW) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children",
+		    (int)k->pid, e->d_name);
+		if ((fp = fopen(path, "re")) == NULL)
+			continue;
+		if (fgets(buf, sizeof(buf), fp) == NULL)
+			buf[0] = '\0';
+		fclose(fp);
+		for (p = buf; k->nkid < UFFD_KIDS_NEW; p = end) {
+			v = strtol(p, &end, 10);
+			if (end == p || v <= 0)
+				break;
+			for (i = 0; i < k->nknown; i++)
+				if (k->known[i] == (pid_t)v)
+					break;
+			for (fd = 0; fd < k->nkid; fd++)
+				if (k->kid[fd] == (pid_t)v)
+					break;
+			if (i < k->nknown || fd < k->nkid)
+				continue;
+			fd = (int)syscall(SYS_pidfd_open, (pid_t)v, 0);
+			if (fd < 0)
+				continue;
+			k->kid[k->nkid] = (pid_t)v;
+			k->kidfd[k->nkid++] = fd;
+		}
+	}
+	closedir(d);
+}
+
+/* A watched child of the client exited: look at the children (main). */
+static void
+uffd_kid_exit_cb(int fd, short events, void *arg)
+{
+	struct uffd_kid	*kid = arg;
+
+	(void)fd;
+	(void)events;
+	atomic_store(&kid->region->events.sweep, 1);
+	hpzd_kick();
+	/* Watched once (not persistent): its slot is free again. */
+	event_free(kid->ev);
+	kid->ev = NULL;
+	close(kid->pidfd);
+	kid->pidfd = -1;
+	kid->pid = -1;
+}
+
+/* Stop watching the client's children (main thread). */
+static void
+uffd_kids_unwatch(struct region *r)
+{
+	int	i;
+
+	for (i = 0; i < r->events.nkids; i++) {
+		if (r->events.kids[i].ev != NULL)
+			event_free(r->events.kids[i].ev);
+		if (r->events.kids[i].pidfd >= 0)
+			close(r->events.kids[i].pidfd);
+	}
+	free(r->events.kids);
+	r->events.kids = NULL;
+	r->events.nkids = 0;
+}
+
+/* The new children's pidfds, watched (main thread). */
+static void
+uffd_kids_add(struct uffd_sweep *k)
+{
+	struct region	*r = k->r;
+	struct uffd_kid	*kid;
+	int		 i, j, max = atomic_load(&uffd_forks_max);
+
+	if (max <= 0 || max > UFFD_KIDS_MAX)
+		max = UFFD_KIDS_MAX;
+	if (r->events.kids == NULL && k->nkid > 0 &&
+	    (r->events.kids = calloc((size_t)max,
+	    sizeof(*r->events.kids))) != NULL) {
+		r->events.nkids = max;
+		for (j = 0; j < max; j++) {
+			r->events.kids[j].pid = -1;
+			r->events.kids[j].pidfd = -1;
+		}
+	}
+	for (i = 0; i < k->nkid; i++) {
+		kid = NULL;
+		for (j = 0; r->ending == 0 && j < r->events.nkids; j++)
+			if (r->events.kids[j].pid == -1) {
+				kid = &r->events.kids[j];
+				break;
+			}
+		if (kid == NULL) {	/* every slot watched: a fork looks */
+			close(k->kidfd[i]);
+			continue;
+		}
+		if (kid->pidfd >= 0)
+			close(kid->pidfd);
+		if (kid->ev != NULL)
+			event_free(kid->ev);
+		kid->pid = k->kid[i];
+		kid->pidfd = k->kidfd[i];
+		kid->region = r;
+		kid->ev = event_new(hpzd_base, kid->pidfd, EV_READ,
+		    uffd_kid_exit_cb, kid);
+		if (kid->ev == NULL || event_add(kid->ev, NULL) == -1) {
+			if (kid->ev != NULL)
+				event_free(kid->ev);
+			kid->ev = NULL;
+			close(kid->pidfd);
+			kid->pidfd = -1;
+			kid->pid = -1;
+		}
+	}
+}
 
 /* Look at each child of the region: mark the gone ones dead. */
 static void
@@ -744,6 +889,7 @@ uffd_sweep_work(struct cctx_job *j)
 		}
 		uffd_fork_put(k->f[i]);
 	}
+	uffd_sweep_kids(k);
 	if (any)
 		hpzd_kick();
 }
@@ -758,10 +904,12 @@ uffd_sweep_done(struct cctx_job *j)
 	if (cctx_job_error(j) != 0)
 		for (i = 0; i < k->n; i++)
 			uffd_fork_put(k->f[i]);
+	uffd_kids_add(k);
 	k->r->events.sweeping = 0;
 	if (atomic_load(&k->r->events.sweep))
 		hpzd_kick();
 	cctx_put(j->ctx);
+	free(k->known);
 	free(k->f);
 	free(k);
 }
@@ -778,7 +926,7 @@ uffd_sweep(struct region *r)
 {
 	struct uffd_sweep	*k;
 	struct ufork		*f;
-	int			 n = 0;
+	int			 i, n = 0;
 
 	if (r->events.sweeping || r->ctx == NULL || atomic_load(&r->gone) ||
 	    !atomic_exchange(&r->events.sweep, 0))
@@ -792,6 +940,12 @@ uffd_sweep(struct region *r)
 		return;
 	}
 	k->r = r;
+	k->pid = r->pid;
+	if (r->events.nkids > 0 && (k->known = calloc(
+	    (size_t)r->events.nkids, sizeof(*k->known))) != NULL)
+		for (i = 0; i < r->events.nkids; i++)
+			if (r->events.kids[i].pid > 0)
+				k->known[k->nknown++] = r->events.kids[i].pid;
 	TAILQ_FOREACH(f, &r->events.forks, entry) {
 		if (atomic_load(&f->dead))
 			continue;
@@ -817,6 +971,7 @@ uffd_forks_unwatch(struct region *r)
 	TAILQ_FOREACH(f, &r->events.forks, entry)
 		uffd_fork_unwatch(f);
 	pthread_mutex_unlock(&r->events.evlock);
+	uffd_kids_unwatch(r);
 }
 
 /*

@@ -31,6 +31,14 @@ struct ufork {
 };
 TAILQ_HEAD(uforks, ufork);
 
+/* A child process of the client, watched for its exit (a pidfd). */
+struct uffd_kid {
+	pid_t			 pid;
+	int			 pidfd;
+	struct event		*ev;
+	struct region		*region;
+};
+
 #define REGION_MOVED_MAX	4
 /* [limits] forks: a region's children served at once, by default. */
 #define UFFD_FORKS_DEFAULT	64
@@ -53,6 +61,9 @@ struct uffd_slice {
 	atomic_int		 sweep;		/* a child came: look for
 						   dead ones (uffd_sweep) */
 	int			 sweeping;	/* a sweep queued; main */
+	struct uffd_kid		*kids;		/* the client's children
+						   watched for exit; main */
+	int			 nkids;
 };
 
 void		 uffd_read_cb(int fd, short events, void *arg);
