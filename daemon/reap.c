@@ -20,10 +20,11 @@
  * answers the interrupt.  Whatever still blocks after that is counted and
  * logged, and the daemon serves on.
  *
- * A connection refused at accept is not drained: what is queued in it
- * is never received, so those files never enter the daemon's table and
- * no close(2) of ours flushes them (FUSE sends FLUSH from close(2), from
- * ->flush; a file dropped from a socket's queue only loses a reference,
+ * A connection refused at accept is read out with no room for control
+ * data: what its messages carry is never installed, so those files never
+ * enter the daemon's table and no close(2) of ours flushes them (FUSE
+ * sends FLUSH from close(2), from ->flush; a file dropped from a socket's
+ * queue, or cut off a message as MSG_CTRUNC, only loses a reference,
  * fput, and its last reference runs ->release alone, where FUSE queues
  * RELEASE in the background and waits for nothing).  The kernel runs that
  * final fput on the task that closes the connection (task_work, on its
@@ -422,9 +423,36 @@ static LIST_HEAD(, reap_uid) reap_uids = LIST_HEAD_INITIALIZER(reap_uids);
 static atomic_size_t	 reap_refused_n;	/* queued or closing */
 
 /*
- * Close one refused connection without reading it: the files queued in
- * it lose their last reference here, on this thread, ->release only.  A
- * socket among them that lingers is cut short by the timer's signal.
+ * Empty a refused connection without taking what its messages carry: a
+ * receive with no room for control data installs no fd (MSG_CTRUNC), the
+ * files lose their last reference here, ->release only, never ->flush.
+ * Closed with its queue empty, its peer reads our refusal; closed with
+ * data unread, the peer's next read would fail ECONNRESET instead.
+ */
+static void
+reap_drop(int sock)
+{
+	struct msghdr	mh;
+	struct iovec	iov;
+	char		byte[64];
+	int		n;
+
+	for (n = 0; n < REAP_DRAIN_MAX; n++) {
+		memset(&mh, 0, sizeof(mh));
+		iov.iov_base = byte;
+		iov.iov_len = sizeof(byte);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		if (recvmsg(sock, &mh, MSG_DONTWAIT) <= 0)
+			break;
+	}
+}
+
+/*
+ * Close one refused connection, its messages read out with nothing they
+ * carry taken (reap_drop): the files queued in it lose their last
+ * reference here, on this thread.  A socket among them that lingers is
+ * cut short by the timer's signal.
  */
 static void *
 reap_uid_main(void *arg)
@@ -453,6 +481,7 @@ reap_uid_main(void *arg)
 		u->n--;
 		pthread_mutex_unlock(&reap_lock);
 		reap_arm(timer, armed, REAP_STUCK_MS);
+		reap_drop(fd);
 		close(fd);	/* gone whatever close says */
 		reap_arm(timer, armed, 0);
 		atomic_fetch_add(&reap_closed, 1);
