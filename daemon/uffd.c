@@ -975,6 +975,35 @@ uffd_forks_unwatch(struct region *r)
 }
 
 /*
+ * A fork waits until its event is read, and the loop stopped reading the
+ * region's uffd when it let the region go: with the range unregistered
+ * (its garbage gone, no new event comes), read what is left, closing the
+ * uffd of each child it hands us as the others are (the client's context).
+ */
+#define UFFD_DRAIN_MAX	64
+
+static void
+uffd_drain_forks(struct region *r)
+{
+	struct uffd_msg	msg[16];
+	ssize_t		n;
+	int		i, k;
+
+	if (!r->events.unregistered || r->uffd < 0)
+		return;
+	for (k = 0; k < UFFD_DRAIN_MAX; k++) {
+		pthread_mutex_lock(&r->events.evlock);
+		n = read(r->uffd, msg, sizeof(msg));
+		pthread_mutex_unlock(&r->events.evlock);
+		if (n <= 0)
+			break;
+		for (i = 0; i < (int)(n / (ssize_t)sizeof(msg[0])); i++)
+			if (msg[i].event == UFFD_EVENT_FORK)
+				close((int)msg[i].arg.fork.ufd);
+	}
+}
+
+/*
  * Close every child's uffd of a region being destroyed, after its garbage
  * is punched: the kernel then serves the children from the file.  After
  * uffd_forks_unwatch, any thread (the client's context).
@@ -984,6 +1013,7 @@ uffd_forks_release(struct region *r)
 {
 	struct ufork	*f;
 
+	uffd_drain_forks(r);
 	pthread_mutex_lock(&r->events.evlock);
 	while ((f = TAILQ_FIRST(&r->events.forks)) != NULL) {
 		TAILQ_REMOVE(&r->events.forks, f, entry);
@@ -1107,6 +1137,8 @@ uffd_unregister(struct region *r)
 			log_warn("region %llu: UFFDIO_UNREGISTER",
 			    (unsigned long long)r->id);
 	}
+	r->events.unregistered = error == 0 || error == -ESRCH ||
+	    error == -ENOMEM;
 	return (error);
 }
 

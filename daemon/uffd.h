@@ -55,6 +55,7 @@ struct uffd_slice {
 	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
 						   away: addr, len */
 	int			 nmoved;
+	int			 unregistered;	/* its range, at teardown */
 	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
 						   we had no memory for */
 	int			 nlost;

@@ -2913,3 +2913,78 @@ Test(control, forked_children_gone_leave_no_descriptors, .timeout = 180)
 	cr_assert_leq(gone, before + 2, "%s: the daemon holds %d descriptors "
 	    "after the client went, %d before", name, gone, before);
 }
+
+/* Descriptors process pid holds. */
+static int
+ctl_fds(pid_t pid)
+{
+	char		 path[64];
+	struct dirent	*e;
+	DIR		*d;
+	int		 n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return (-1);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return (n);
+}
+
+/*
+ * A region with more children alive at once than [limits] forks (4 here)
+ * is released, as when the daemon has no memory for a child: the daemon
+ * holds none of its descriptors then, the children's included, while the
+ * client and every child live on.
+ */
+Test(control, forked_children_past_the_limit_release_the_region,
+    .timeout = 120)
+{
+	struct ctl_daemon	 d;
+	struct hpz_region	 r;
+	pid_t			 kids[8];
+	int			 before, after, i, n, said = 0, status;
+
+	ctl_daemon_own(&d, "[limits]\nforks = 4\n[pool]\nenable = no\n");
+	before = ctl_fds(d.pid);
+	cr_assert_eq(hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM), 0);
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(madvise(r.addr, r.len, MADV_DOFORK), 0);
+	memset(r.addr, 0x5a, 4096);
+	for (n = 0; n < 8; n++) {
+		kids[n] = fork();
+		cr_assert_geq(kids[n], 0);
+		if (kids[n] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			pause();
+			_exit(0);
+		}
+	}
+	for (i = 0; i < 100 * itest_wait_scale() && (said = ctl_log_count(&d,
+	    "[limits] forks")) == 0; i++)
+		usleep(100 * 1000);
+	/* Released: its fds and its children's closed; the client's own
+	   connection (and its pidfd) stay. */
+	for (i = 0; i < 100 * itest_wait_scale() &&
+	    (after = ctl_fds(d.pid)) > before + 2; i++)
+		usleep(100 * 1000);
+	after = ctl_fds(d.pid);
+	printf("forks past the limit: said %d times; daemon fds %d before the "
+	    "client, %d with 8 children alive\n", said, before, after);
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		(void)waitpid(kids[i], &status, 0);
+	}
+	/* The kernel's pages now: what the client wrote, then zeros. */
+	itest_expect_bytes(r.addr, 4096, 0x5a, 30, "the client's data");
+	hpz_region_destroy(&r);
+	ctl_daemon_own_end(&d);
+	cr_expect_geq(said, 1, "the region was not released past [limits] "
+	    "forks");
+	cr_assert_leq(after, before + 2, "the daemon holds %d descriptors with "
+	    "8 children alive and [limits] forks = 4 (%d before the client)",
+	    after, before);
+}
