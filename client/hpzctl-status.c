@@ -176,8 +176,13 @@ hpzctl_limits(const struct hpz_status *st)
 		snprintf(b1, sizeof b1, "unlimited");
 	else
 		snprintf(b1, sizeof b1, "%llu", st->limit_region_pages);
-	printf("  %-18s %s pages a region, %llu regions a connection\n",
-	    "limits, a region:", b1, st->limit_conn_regions);
+	if (st->limit_region_forks == 0)
+		snprintf(b2, sizeof b2, "unlimited");
+	else
+		snprintf(b2, sizeof b2, "%llu", st->limit_region_forks);
+	printf("  %-18s %s pages a region, %llu regions a connection,\n"
+	    "  %-18s %s forked children a region at once\n",
+	    "limits, a region:", b1, st->limit_conn_regions, "", b2);
 	if (st->fds_closing > 0)
 		printf("  %-18s %llu passed fds still being closed\n",
 		    "closing:", st->fds_closing);

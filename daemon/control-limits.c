@@ -110,6 +110,7 @@ control_fill_limits(struct hpz_msg_status_reply *s, uid_t uid)
 	s->limit_uid_state_bytes = control_uid_state_bytes;
 	s->limit_region_pages = region_limit_pages();
 	s->limit_conn_regions = HPZD_REGIONS_PER_CLIENT;
+	s->limit_region_forks = (uint64_t)uffd_forks_limit();
 	control_uid_usage(uid, &nc, &nr, &bytes, &sbytes);
 	s->uid_clients = (uint64_t)nc;
 	s->uid_regions = (uint64_t)nr;

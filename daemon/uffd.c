@@ -74,6 +74,12 @@ uffd_limits(int forks)
 	atomic_store(&uffd_forks_max, forks);
 }
 
+int
+uffd_forks_limit(void)
+{
+	return (atomic_load(&uffd_forks_max));
+}
+
 /* The CPU a thread last ran on (field 39 of its stat), or -1. */
 int
 uffd_thread_cpu(pid_t pid, uint32_t tid)

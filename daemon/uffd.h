@@ -80,6 +80,7 @@ void		 uffd_tampered(struct region *, int n);
 void		 uffd_tend(struct region *);
 void		 uffd_region_init(struct region *);
 void		 uffd_limits(int forks);
+int		 uffd_forks_limit(void);
 void		 uffd_forks_release(struct region *);
 void		 uffd_forks_unwatch(struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);

@@ -19,7 +19,7 @@
 
 #include "hpz.h"
 
-#define HPZ_PROTOCOL_VERSION	8
+#define HPZ_PROTOCOL_VERSION	9
 #define HPZ_MAGIC		0x315a5048u	/* "HPZ1" */
 
 /* No valid message is larger; receivers read one byte more to see excess. */
@@ -114,6 +114,7 @@ struct hpz_msg_status_reply {
 	HPZ_COUNTERS_CCTX(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 	char		context_stuck_what[64];	/* NUL-terminated */
 	HPZ_COUNTERS_COST_LIVE(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
+	HPZ_COUNTERS_LIMITS_MORE(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 };
 /* hpz_msg_status_reply.policy: [policy] in hpzerod.conf. */
 #define HPZ_POLICY_INTERCEPT_ALWAYS	0x01	/* else auto */

@@ -2948,6 +2948,15 @@ Test(control, forked_children_past_the_limit_release_the_region,
 	int			 before, after, i, n, said = 0, status;
 
 	ctl_daemon_own(&d, "[limits]\nforks = 4\n[pool]\nenable = no\n");
+#if HPZ_PROTOCOL_VERSION >= 9
+	{
+		struct hpz_status	st;
+
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		cr_assert_eq(st.limit_region_forks, 4, "status shows [limits] "
+		    "forks %llu", st.limit_region_forks);
+	}
+#endif
 	before = ctl_fds(d.pid);
 	cr_assert_eq(hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM), 0);
 	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
