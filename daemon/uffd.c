@@ -320,6 +320,7 @@ uffd_forked(struct region *r, struct ufork *parent, int ufd)
 		return;
 	}
 	atomic_store(&r->events.sweep, 1);
+	r->events.resweep = UFFD_RESWEEP;
 	if (max > 0 && n >= max) {
 		log_warnx("region %llu (pid %d): %d forked children at once, "
 		    "[limits] forks allows %d", (unsigned long long)r->id,
@@ -744,6 +745,7 @@ struct uffd_sweep {
 	pid_t		  kid[UFFD_KIDS_NEW];	/* new ones: pid, pidfd */
 	int		  kidfd[UFFD_KIDS_NEW];
 	int		  nkid;
+	int		  alive;	/* children not found gone */
 };
 
 /*
@@ -888,14 +890,19 @@ uffd_sweep_work(struct cctx_job *j)
 	struct uffd_sweep	*k = j->arg;
 	int			 i, any = 0;
 
+	/*
+	 * The children first: one that exits after this is watched, one
+	 * that exited before is found gone below.
+	 */
+	uffd_sweep_kids(k);
 	for (i = 0; i < k->n; i++) {
 		if (uffd_child_gone(k->f[i]->uffd)) {
 			atomic_store(&k->f[i]->dead, 1);
 			any = 1;
-		}
+		} else
+			k->alive++;
 		uffd_fork_put(k->f[i]);
 	}
-	uffd_sweep_kids(k);
 	if (any)
 		hpzd_kick();
 }
@@ -904,13 +911,25 @@ static void
 uffd_sweep_done(struct cctx_job *j)
 {
 	struct uffd_sweep	*k = j->arg;
-	int			 i;
+	int			 i, n;
 
 	/* Refused (no thread): the children it held are let go here. */
 	if (cctx_job_error(j) != 0)
 		for (i = 0; i < k->n; i++)
 			uffd_fork_put(k->f[i]);
 	uffd_kids_add(k);
+	/*
+	 * More children alive than watched: a child not yet in its parent's
+	 * list when we looked (its fork still returning).  Look again, a few
+	 * times a fork (a grandchild is never in the list).
+	 */
+	for (i = n = 0; i < k->r->events.nkids; i++)
+		if (k->r->events.kids[i].pid > 0)
+			n++;
+	if (k->alive > n && k->r->events.resweep > 0) {
+		k->r->events.resweep--;
+		atomic_store(&k->r->events.sweep, 1);
+	}
 	k->r->events.sweeping = 0;
 	if (atomic_load(&k->r->events.sweep))
 		hpzd_kick();

@@ -42,6 +42,8 @@ struct uffd_kid {
 #define REGION_MOVED_MAX	4
 /* [limits] forks: a region's children served at once, by default. */
 #define UFFD_FORKS_DEFAULT	64
+/* Sweeps again after a fork while a child is alive and not watched. */
+#define UFFD_RESWEEP		3
 /* Children's uffds a region out of memory keeps until its release. */
 #define UFFD_LOST_FORKS		4
 
@@ -62,6 +64,8 @@ struct uffd_slice {
 	atomic_int		 sweep;		/* a child came: look for
 						   dead ones (uffd_sweep) */
 	int			 sweeping;	/* a sweep queued; main */
+	atomic_int		 resweep;	/* sweeps left to find a
+						   child not yet listed */
 	struct uffd_kid		*kids;		/* the client's children
 						   watched for exit; main */
 	int			 nkids;
