@@ -286,7 +286,8 @@ control_accept_pause(int error)
 /*
  * A connection refused as it is accepted: one reply says why (sequence 0,
  * before any request: libhpz reports it instead of waiting for a daemon
- * that is there), then it is closed unread on its uid's closer (requests
+ * that is there), then it is closed on its uid's closer, nothing its
+ * messages carry taken (requests
  * with fds may already be queued in it: reap_refused).
  */
 static void
@@ -323,7 +324,8 @@ control_accept_cb(int lfd, short events, void *arg)
 	}
 	/*
 	 * A refused connection may already hold requests with fds: it is
-	 * closed unread, on a closer of its uid's (reap_refused).
+	 * closed on a closer of its uid's, nothing it carries taken
+	 * (reap_refused).
 	 */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
 		log_warn("SO_PEERCRED");

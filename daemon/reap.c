@@ -525,7 +525,8 @@ reap_uid_start(struct reap_uid *u)
 }
 
 /*
- * A connection refused at accept (main thread): closed, unread, on its
+ * A connection refused at accept (main thread): closed, nothing it
+ * carries taken, on its
  * uid's closer.  With no memory or no thread for one it stays queued,
  * the uid's alone, until the uid's next refusal starts one.
  */

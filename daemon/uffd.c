@@ -942,9 +942,9 @@ uffd_sweep_done(struct cctx_job *j)
 /*
  * A child came since the last look (main thread, evlock held): look for
  * the children gone on r's context.  A child is gone when its process
- * exits; the fork event names no pid, and a child's pid is learnt only
- * from its first fault: so each new fork (and each fault's exit watch)
- * looks again, and no more than [limits] forks are ever held.
+ * exits; the fork event names no pid (a fault names a thread): so each
+ * new fork, each watched child's exit and each faulted child's exit looks
+ * again, and no more than [limits] forks are ever held.
  */
 static void
 uffd_sweep(struct region *r)
