@@ -155,8 +155,13 @@ hpzctl_limits(const struct hpz_status *st)
 		snprintf(b1, sizeof b1, "unlimited");
 	else
 		snprintf(b1, sizeof b1, "%llu", st->limit_region_pages);
-	printf("  %-18s %s pages a region, %llu regions a connection\n",
-	    "limits, a region:", b1, st->limit_conn_regions);
+	if (st->limit_region_forks == 0)
+		snprintf(b2, sizeof b2, "unlimited");
+	else
+		snprintf(b2, sizeof b2, "%llu", st->limit_region_forks);
+	printf("  %-18s %s pages a region, %llu regions a connection,\n"
+	    "  %-18s %s forked children a region at once\n",
+	    "limits, a region:", b1, st->limit_conn_regions, "", b2);
 	printf("  %-18s clients' files mapped %s, context threads %s,\n"
 	    "  %-18s client contexts at work %llu a uid\n", "limits, all:",
 	    hpzctl_limit(st->limit_map_bytes, st->map_bytes, 1, b2,

@@ -64,6 +64,7 @@ struct conf {
 	int		 ctx_threads;		/* threads (0: derived) */
 	uint64_t	 map_bytes;		/* map_bytes, all uids
 						   (0: derived) */
+	int		 region_forks;		/* forks, a region */
 	/* [pool]: re-read on SIGHUP. */
 	int		 pool;			/* enable */
 	uint64_t	 pool_size[POOL_NSIZES][TOPO_NODES_MAX]; /* size_2m,

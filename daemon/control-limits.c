@@ -26,6 +26,7 @@
 #include "region-life.h"
 #include "region.h"
 #include "scrub.h"
+#include "uffd.h"
 
 /* [limits] in force; 0: unlimited (region_pages lives in region.c). */
 static int		 control_uid_clients;
@@ -100,6 +101,7 @@ control_limits(const struct conf *c)
 	    c->uid_bytes > 0 ? "" : ": a quarter of map_bytes");
 	cctx_limits(c->uid_stuck_contexts, c->uid_contexts,
 	    c->ctx_threads > 0 ? c->ctx_threads : cctx_threads_derived());
+	uffd_limits(c->region_forks);
 }
 
 /*
@@ -173,6 +175,7 @@ control_fill_limits(struct hpz_msg_status_reply *s, uid_t uid)
 	s->map_bytes = cctx_mapped(0, 1);
 	cctx_thread_figures(&s->limit_uid_contexts, &s->limit_threads,
 	    &s->ctx_threads);
+	s->limit_region_forks = (uint64_t)uffd_forks_limit();
 	control_uid_usage(uid, &nc, &nr, &bytes, &sbytes);
 	s->uid_clients = (uint64_t)nc;
 	s->uid_regions = (uint64_t)nr;

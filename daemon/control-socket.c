@@ -286,14 +286,15 @@ control_accept_pause(int error)
 /*
  * A connection refused as it is accepted: one reply says why (sequence 0,
  * before any request: libhpz reports it instead of waiting for a daemon
- * that is there), then the reaper closes it (requests with fds may already
- * be queued in it; closing it releases them).
+ * that is there), then it is closed on its uid's closer, nothing its
+ * messages carry taken (requests
+ * with fds may already be queued in it: reap_refused).
  */
 static void
-control_accept_refuse(int fd, int error, const char *why)
+control_accept_refuse(int fd, uid_t uid, int error, const char *why)
 {
 	(void)control_send_reply(fd, 0, error, 0, why);
-	reap_close_conn(fd);
+	reap_refused(fd, uid);
 }
 
 static void
@@ -322,23 +323,24 @@ control_accept_cb(int lfd, short events, void *arg)
 		log_info("accepting connections again");
 	}
 	/*
-	 * A refused connection may already hold requests with fds: closing
-	 * it releases them, so the reaper closes it.
+	 * A refused connection may already hold requests with fds: it is
+	 * closed on a closer of its uid's, nothing it carries taken
+	 * (reap_refused).
 	 */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
 		log_warn("SO_PEERCRED");
-		reap_close_conn(fd);
+		reap_refused(fd, (uid_t)-1);
 		return;
 	}
 	if (control_count >= HPZD_CLIENTS_MAX) {
 		log_warnx("pid %d uid %u: too many clients, refused",
 		    (int)cred.pid, (unsigned)cred.uid);
-		control_accept_refuse(fd, -EUSERS, "too many connections to "
+		control_accept_refuse(fd, cred.uid, -EUSERS, "too many connections to "
 		    "hpzerod, from all uids");
 		return;
 	}
 	if (control_check_clients(cred.pid, cred.uid, why, sizeof(why)) != 0) {
-		control_accept_refuse(fd, -EDQUOT, why);
+		control_accept_refuse(fd, cred.uid, -EDQUOT, why);
 		return;
 	}
 	/*
@@ -349,12 +351,12 @@ control_accept_cb(int lfd, short events, void *arg)
 	    sizeof(why))) != 0) {
 		log_warnx("pid %d uid %u: refused: %s", (int)cred.pid,
 		    (unsigned)cred.uid, why);
-		control_accept_refuse(fd, error, why);
+		control_accept_refuse(fd, cred.uid, error, why);
 		return;
 	}
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		log_warn("calloc");
-		reap_close_conn(fd);
+		reap_refused(fd, cred.uid);
 		return;
 	}
 	c->id = control_next_id++;
@@ -374,7 +376,7 @@ control_accept_cb(int lfd, short events, void *arg)
 			event_free(c->ev);
 		bucket_free(c->budget);
 		cctx_put(c->ctx);
-		reap_close_conn(fd);
+		reap_refused(fd, cred.uid);
 		free(c);
 		return;
 	}

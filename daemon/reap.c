@@ -19,6 +19,24 @@
  * The linger wait ends on a signal; a FUSE flush ends once its server
  * answers the interrupt.  Whatever still blocks after that is counted and
  * logged, and the daemon serves on.
+ *
+ * A connection refused at accept is read out with no room for control
+ * data: what its messages carry is never installed, so those files never
+ * enter the daemon's table and no close(2) of ours flushes them (FUSE
+ * sends FLUSH from close(2), from ->flush; a file dropped from a socket's
+ * queue, or cut off a message as MSG_CTRUNC, only loses a reference,
+ * fput, and its last reference runs ->release alone, where FUSE queues
+ * RELEASE in the background and waits for nothing).  The kernel runs that
+ * final fput on the task that closes the connection (task_work, on its
+ * way back to user space; a kworker only for fputs from interrupts or
+ * kernel threads, or from the unix garbage collector's worker when the
+ * files form a cycle in flight).  A ->release can still wait (a TCP
+ * socket lingering, a FUSE file with dirty pages in writeback cache): so
+ * a refused connection is closed on a closer of its uid's own, made on
+ * demand (reap_refused): a wait there holds up that uid's refused
+ * connections only.  What such a wait leaves queued is counted per uid
+ * and said once it passes REAP_REFUSED_MAX (a user-space daemon cannot
+ * end a ->release the kernel waits in uninterruptibly).
  */
 #include <errno.h>
 #include <signal.h>
@@ -29,6 +47,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/queue.h>
 
 #include <event2/event.h>
 
@@ -42,6 +61,8 @@
 #define REAP_SIGNAL	(SIGRTMIN + 2)
 /* Messages read out of a connection before it is closed. */
 #define REAP_DRAIN_MAX	1024
+/* A uid's refused connections waiting for its closer: said past this. */
+#define REAP_REFUSED_MAX	64
 
 static pthread_mutex_t	 reap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t	 reap_cond = PTHREAD_COND_INITIALIZER;
@@ -386,6 +407,186 @@ reap_enqueue(int fd, int drain)
 	pthread_mutex_unlock(&reap_lock);
 }
 
+/*
+ * A uid's closer of refused connections: made when one is refused, gone
+ * once its queue is empty.  Its list and queues are under reap_lock.
+ */
+struct reap_uid {
+	LIST_ENTRY(reap_uid)	 entry;
+	uid_t			 uid;
+	int			*q;		/* FIFO of connections */
+	size_t			 head, n, cap;
+	int			 running;	/* its thread exists */
+	int			 said;		/* past REAP_REFUSED_MAX, said */
+};
+static LIST_HEAD(, reap_uid) reap_uids = LIST_HEAD_INITIALIZER(reap_uids);
+static atomic_size_t	 reap_refused_n;	/* queued or closing */
+
+/*
+ * Empty a refused connection without taking what its messages carry: a
+ * receive with no room for control data installs no fd (MSG_CTRUNC), the
+ * files lose their last reference here, ->release only, never ->flush.
+ * Closed with its queue empty, its peer reads our refusal; closed with
+ * data unread, the peer's next read would fail ECONNRESET instead.
+ */
+static void
+reap_drop(int sock)
+{
+	struct msghdr	mh;
+	struct iovec	iov;
+	char		byte[64];
+	int		n;
+
+	for (n = 0; n < REAP_DRAIN_MAX; n++) {
+		memset(&mh, 0, sizeof(mh));
+		iov.iov_base = byte;
+		iov.iov_len = sizeof(byte);
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		if (recvmsg(sock, &mh, MSG_DONTWAIT) <= 0)
+			break;
+	}
+}
+
+/*
+ * Close one refused connection, its messages read out with nothing they
+ * carry taken (reap_drop): the files queued in it lose their last
+ * reference here, on this thread.  A socket among them that lingers is
+ * cut short by the timer's signal.
+ */
+static void *
+reap_uid_main(void *arg)
+{
+	struct reap_uid	*u = arg;
+	struct sigevent	 sev;
+	sigset_t	 set;
+	timer_t		 timer;
+	int		 fd, armed = 0;
+
+	memset(&timer, 0, sizeof(timer));
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = REAP_SIGNAL;
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	if (timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0)
+		armed = 1;
+	sigemptyset(&set);
+	sigaddset(&set, REAP_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+
+	pthread_mutex_lock(&reap_lock);
+	while (u->n > 0) {
+		fd = u->q[u->head];
+		u->head = (u->head + 1) % u->cap;
+		u->n--;
+		pthread_mutex_unlock(&reap_lock);
+		reap_arm(timer, armed, REAP_STUCK_MS);
+		reap_drop(fd);
+		close(fd);	/* gone whatever close says */
+		reap_arm(timer, armed, 0);
+		atomic_fetch_add(&reap_closed, 1);
+		/* Counted until closed. */
+		atomic_fetch_sub(&reap_refused_n, 1);
+		pthread_mutex_lock(&reap_lock);
+	}
+	u->running = 0;
+	LIST_REMOVE(u, entry);
+	pthread_mutex_unlock(&reap_lock);
+	if (armed)
+		timer_delete(timer);
+	free(u->q);
+	free(u);
+	return (NULL);
+}
+
+/* Start u's closer (reap_lock held); 0 or -errno. */
+static int
+reap_uid_start(struct reap_uid *u)
+{
+	pthread_attr_t	attr;
+	pthread_t	t;
+	sigset_t	all, old;
+	int		error;
+
+	if (pthread_attr_init(&attr) != 0)
+		return (-ENOMEM);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	error = pthread_create(&t, &attr, reap_uid_main, u);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (error != 0)
+		return (-error);
+	pthread_setname_np(t, "hpzd-refused");
+	u->running = 1;
+	return (0);
+}
+
+/*
+ * A connection refused at accept (main thread): closed, nothing it
+ * carries taken, on its
+ * uid's closer.  With no memory or no thread for one it stays queued,
+ * the uid's alone, until the uid's next refusal starts one.
+ */
+void
+reap_refused(int fd, uid_t uid)
+{
+	struct reap_uid	*u;
+	int		*q;
+	size_t		 i, cap;
+	int		 error;
+
+	if (fd < 0)
+		return;
+	/* Nothing more comes into it: the peer's sends fail from now. */
+	(void)shutdown(fd, SHUT_RD);
+	pthread_mutex_lock(&reap_lock);
+	LIST_FOREACH(u, &reap_uids, entry)
+		if (u->uid == uid)
+			break;
+	if (u == NULL) {
+		if ((u = calloc(1, sizeof(*u))) == NULL)
+			goto nomem;
+		u->uid = uid;
+		LIST_INSERT_HEAD(&reap_uids, u, entry);
+	}
+	if (u->n == u->cap) {
+		cap = u->cap * 2 + 8;
+		if ((q = malloc(cap * sizeof(*q))) == NULL)
+			goto nomem;
+		for (i = 0; i < u->n; i++)
+			q[i] = u->q[(u->head + i) % u->cap];
+		free(u->q);
+		u->q = q;
+		u->head = 0;
+		u->cap = cap;
+	}
+	u->q[(u->head + u->n) % u->cap] = fd;
+	u->n++;
+	atomic_fetch_add(&reap_refused_n, 1);
+	if (u->n > REAP_REFUSED_MAX && !u->said) {
+		u->said = 1;
+		log_warnx("uid %u: %zu refused connections wait to be closed "
+		    "(a close of what they carry waits in the kernel): they "
+		    "hold up that uid's refused connections only",
+		    (unsigned)uid, u->n);
+	}
+	if (!u->running && (error = reap_uid_start(u)) != 0)
+		log_warnx("uid %u: no thread to close its refused connections "
+		    "(%s): they wait for its next refusal", (unsigned)uid,
+		    strerror(-error));
+	pthread_mutex_unlock(&reap_lock);
+	return;
+nomem:
+	pthread_mutex_unlock(&reap_lock);
+	/* No memory even for its entry: the connection stays open, leaked
+	   rather than closed on the loop. */
+	log_warnx("uid %u: no memory to close a refused connection: its "
+	    "descriptor is left open", (unsigned)uid);
+}
+
 /* Close fd, later, on the reaper (now, if there is none); main thread. */
 void
 reap_close(int fd)
@@ -420,7 +621,8 @@ reap_pending(void)
 
 	pthread_mutex_lock(&reap_lock);
 	n = reap_n + (uint64_t)atomic_load(&reap_busy) +
-	    (uint64_t)atomic_load(&reap_away);
+	    (uint64_t)atomic_load(&reap_away) +
+	    (uint64_t)atomic_load(&reap_refused_n);
 	pthread_mutex_unlock(&reap_lock);
 	return (n);
 }

@@ -5,6 +5,7 @@
 #define HPZD_REAP_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 int		 reap_start(void);
 void		 reap_stop(void);
@@ -15,6 +16,7 @@ void		 reap_close_here(int fd);
 void		 reap_close_conn_here(int fd);
 void		 reap_away_add(int n);
 void		 reap_close_conn(int fd);
+void		 reap_refused(int fd, uid_t uid);
 uint64_t	 reap_pending(void);
 uint64_t	 reap_slow_count(void);
 

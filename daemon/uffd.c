@@ -4,6 +4,7 @@
  * (fault.c resolves them), and the ioctls every user of it shares: map
  * with the EAGAIN pump, wake; and a region's release.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -26,6 +27,7 @@
 #include "uffd-compat.h"
 #include "uffdio.h"
 
+#include "cctx.h"
 #include "conf.h"
 #include "globals.h"
 #include "log.h"
@@ -61,6 +63,21 @@ uffd_hooks(void (*run)(struct worker *, struct work *),
 {
 	uffd_fault_run = run;
 	uffd_released = released;
+}
+
+/* [limits] forks: a region's children at once (0: unlimited). */
+static atomic_int	uffd_forks_max = UFFD_FORKS_DEFAULT;
+
+void
+uffd_limits(int forks)
+{
+	atomic_store(&uffd_forks_max, forks);
+}
+
+int
+uffd_forks_limit(void)
+{
+	return (atomic_load(&uffd_forks_max));
 }
 
 /* The CPU a thread last ran on (field 39 of its stat), or -1. */
@@ -292,11 +309,24 @@ static void
 uffd_forked(struct region *r, struct ufork *parent, int ufd)
 {
 	struct ufork	*f;
-	int		 fl;
+	int		 fl, n = 0, max = atomic_load(&uffd_forks_max);
 
+	/* Children not yet found gone: past the limit the region goes. */
+	TAILQ_FOREACH(f, &r->events.forks, entry)
+		if (!atomic_load(&f->dead))
+			n++;
 	if ((f = calloc(1, sizeof(*f))) == NULL) {
 		uffd_fork_lost(r, ufd);
 		return;
+	}
+	atomic_store(&r->events.sweep, 1);
+	r->events.resweep = UFFD_RESWEEP;
+	if (max > 0 && n >= max) {
+		log_warnx("region %llu (pid %d): %d forked children at once, "
+		    "[limits] forks allows %d", (unsigned long long)r->id,
+		    (int)r->pid, n + 1, max);
+		uffd_region_refused(r, "too many forked children ([limits] "
+		    "forks)");
 	}
 	fl = fcntl(ufd, F_GETFL);
 	if (fl == -1 || fcntl(ufd, F_SETFL, fl | O_NONBLOCK) == -1)
@@ -639,6 +669,321 @@ uffd_fork_release(struct ufork *f)
 }
 
 /*
+ * A child's uffd closed on its client's context: a close takes the
+ * child's mmap_lock while its mm lives (userfaultfd_release), which the
+ * client can hold.
+ */
+struct uffd_close {
+	struct cctx_job	 job;
+	struct ufork	*f;
+};
+
+static void
+uffd_fork_close_work(struct cctx_job *j)
+{
+	struct uffd_close	*k = j->arg;
+
+	uffd_fork_put(k->f);
+}
+
+static void
+uffd_fork_close_done(struct cctx_job *j)
+{
+	struct cctx	*x = j->ctx;
+
+	free(j->arg);
+	cctx_put(x);
+}
+
+/* A dead child let go (main thread; f off the list): closed on r's context. */
+static void
+uffd_fork_release_ctx(struct region *r, struct ufork *f)
+{
+	struct uffd_close	*k;
+
+	uffd_fork_unwatch(f);
+	if (r->ctx == NULL || (k = calloc(1, sizeof(*k))) == NULL) {
+		/* Its mm is gone: the close takes no lock of the client's. */
+		uffd_fork_put(f);
+		return;
+	}
+	k->f = f;
+	cctx_hold(r->ctx);
+	(void)cctx_submit(r->ctx, &k->job, uffd_fork_close_work,
+	    uffd_fork_close_done, k, "close a forked child's uffd");
+}
+
+/*
+ * Is the child behind a uffd gone?  An unregister of a page no mapping
+ * of ours uses fails with ENOMEM once the child's mm has no user left
+ * (mmget_not_zero), and asks nothing of a live one.  On r's context: on a
+ * live child it takes its mmap_lock.
+ */
+#define UFFD_PROBE_ADDR	0x7fffffffe000ULL
+/* The client's children watched at most, and new ones a sweep takes. */
+#define UFFD_KIDS_MAX	256
+#define UFFD_KIDS_NEW	16
+
+static int
+uffd_child_gone(int ufd)
+{
+	struct uffdio_range	range = { UFFD_PROBE_ADDR, 4096 };
+
+	if (ioctl(ufd, UFFDIO_UNREGISTER, &range) == 0)
+		return (0);
+	return (errno == ENOMEM || errno == ESRCH);
+}
+
+struct uffd_sweep {
+	struct cctx_job	  job;
+	struct region	 *r;
+	struct ufork	**f;
+	int		  n;
+	pid_t		  pid;		/* the client */
+	pid_t		 *known;	/* children watched already */
+	int		  nknown;
+	pid_t		  kid[UFFD_KIDS_NEW];	/* new ones: pid, pidfd */
+	int		  kidfd[UFFD_KIDS_NEW];
+	int		  nkid;
+	int		  alive;	/* children not found gone */
+};
+
+/*
+ * The client's children not watched yet (its threads' children lists),
+ * each with a pidfd: a fork event names no pid, so every child of the
+ * client is watched, and any one's exit looks at them all again.
+ */
+static void
+uffd_sweep_kids(struct uffd_sweep *k)
+{
+	char		 path[64], buf[4096], *p, *end;
+	struct dirent	*e;
+	DIR		*d;
+	FILE		*fp;
+	long		 v;
+	int		 i, fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)k->pid);
+	if (k->pid <= 0 || (d = opendir(path)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL && k->nkid < UFFD_KIDS_NEW) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children",
+		    (int)k->pid, e->d_name);
+		if ((fp = fopen(path, "re")) == NULL)
+			continue;
+		if (fgets(buf, sizeof(buf), fp) == NULL)
+			buf[0] = '\0';
+		fclose(fp);
+		for (p = buf; k->nkid < UFFD_KIDS_NEW; p = end) {
+			v = strtol(p, &end, 10);
+			if (end == p || v <= 0)
+				break;
+			for (i = 0; i < k->nknown; i++)
+				if (k->known[i] == (pid_t)v)
+					break;
+			for (fd = 0; fd < k->nkid; fd++)
+				if (k->kid[fd] == (pid_t)v)
+					break;
+			if (i < k->nknown || fd < k->nkid)
+				continue;
+			fd = (int)syscall(SYS_pidfd_open, (pid_t)v, 0);
+			if (fd < 0)
+				continue;
+			k->kid[k->nkid] = (pid_t)v;
+			k->kidfd[k->nkid++] = fd;
+		}
+	}
+	closedir(d);
+}
+
+/* A watched child of the client exited: look at the children (main). */
+static void
+uffd_kid_exit_cb(int fd, short events, void *arg)
+{
+	struct uffd_kid	*kid = arg;
+
+	(void)fd;
+	(void)events;
+	atomic_store(&kid->region->events.sweep, 1);
+	hpzd_kick();
+	/* Watched once (not persistent): its slot is free again. */
+	event_free(kid->ev);
+	kid->ev = NULL;
+	close(kid->pidfd);
+	kid->pidfd = -1;
+	kid->pid = -1;
+}
+
+/* Stop watching the client's children (main thread). */
+static void
+uffd_kids_unwatch(struct region *r)
+{
+	int	i;
+
+	for (i = 0; i < r->events.nkids; i++) {
+		if (r->events.kids[i].ev != NULL)
+			event_free(r->events.kids[i].ev);
+		if (r->events.kids[i].pidfd >= 0)
+			close(r->events.kids[i].pidfd);
+	}
+	free(r->events.kids);
+	r->events.kids = NULL;
+	r->events.nkids = 0;
+}
+
+/* The new children's pidfds, watched (main thread). */
+static void
+uffd_kids_add(struct uffd_sweep *k)
+{
+	struct region	*r = k->r;
+	struct uffd_kid	*kid;
+	int		 i, j, max = atomic_load(&uffd_forks_max);
+
+	if (max <= 0 || max > UFFD_KIDS_MAX)
+		max = UFFD_KIDS_MAX;
+	if (r->events.kids == NULL && k->nkid > 0 &&
+	    (r->events.kids = calloc((size_t)max,
+	    sizeof(*r->events.kids))) != NULL) {
+		r->events.nkids = max;
+		for (j = 0; j < max; j++) {
+			r->events.kids[j].pid = -1;
+			r->events.kids[j].pidfd = -1;
+		}
+	}
+	for (i = 0; i < k->nkid; i++) {
+		kid = NULL;
+		for (j = 0; r->ending == 0 && j < r->events.nkids; j++)
+			if (r->events.kids[j].pid == -1) {
+				kid = &r->events.kids[j];
+				break;
+			}
+		if (kid == NULL) {	/* every slot watched: a fork looks */
+			close(k->kidfd[i]);
+			continue;
+		}
+		if (kid->pidfd >= 0)
+			close(kid->pidfd);
+		if (kid->ev != NULL)
+			event_free(kid->ev);
+		kid->pid = k->kid[i];
+		kid->pidfd = k->kidfd[i];
+		kid->region = r;
+		kid->ev = event_new(hpzd_base, kid->pidfd, EV_READ,
+		    uffd_kid_exit_cb, kid);
+		if (kid->ev == NULL || event_add(kid->ev, NULL) == -1) {
+			if (kid->ev != NULL)
+				event_free(kid->ev);
+			kid->ev = NULL;
+			close(kid->pidfd);
+			kid->pidfd = -1;
+			kid->pid = -1;
+		}
+	}
+}
+
+/* Look at each child of the region: mark the gone ones dead. */
+static void
+uffd_sweep_work(struct cctx_job *j)
+{
+	struct uffd_sweep	*k = j->arg;
+	int			 i, any = 0;
+
+	/*
+	 * The children first: one that exits after this is watched, one
+	 * that exited before is found gone below.
+	 */
+	uffd_sweep_kids(k);
+	for (i = 0; i < k->n; i++) {
+		if (uffd_child_gone(k->f[i]->uffd)) {
+			atomic_store(&k->f[i]->dead, 1);
+			any = 1;
+		} else
+			k->alive++;
+		uffd_fork_put(k->f[i]);
+	}
+	if (any)
+		hpzd_kick();
+}
+
+static void
+uffd_sweep_done(struct cctx_job *j)
+{
+	struct uffd_sweep	*k = j->arg;
+	int			 i, n;
+
+	/* Refused (no thread): the children it held are let go here. */
+	if (cctx_job_error(j) != 0)
+		for (i = 0; i < k->n; i++)
+			uffd_fork_put(k->f[i]);
+	uffd_kids_add(k);
+	/*
+	 * More children alive than watched: a child not yet in its parent's
+	 * list when we looked (its fork still returning).  Look again, a few
+	 * times a fork (a grandchild is never in the list).
+	 */
+	for (i = n = 0; i < k->r->events.nkids; i++)
+		if (k->r->events.kids[i].pid > 0)
+			n++;
+	if (k->alive > n && k->r->events.resweep > 0) {
+		k->r->events.resweep--;
+		atomic_store(&k->r->events.sweep, 1);
+	}
+	k->r->events.sweeping = 0;
+	if (atomic_load(&k->r->events.sweep))
+		hpzd_kick();
+	cctx_put(j->ctx);
+	free(k->known);
+	free(k->f);
+	free(k);
+}
+
+/*
+ * A child came since the last look (main thread, evlock held): look for
+ * the children gone on r's context.  A child is gone when its process
+ * exits; the fork event names no pid (a fault names a thread): so each
+ * new fork, each watched child's exit and each faulted child's exit looks
+ * again, and no more than [limits] forks are ever held.
+ */
+static void
+uffd_sweep(struct region *r)
+{
+	struct uffd_sweep	*k;
+	struct ufork		*f;
+	int			 i, n = 0;
+
+	if (r->events.sweeping || r->ctx == NULL || atomic_load(&r->gone) ||
+	    !atomic_exchange(&r->events.sweep, 0))
+		return;
+	TAILQ_FOREACH(f, &r->events.forks, entry)
+		n++;
+	if ((k = calloc(1, sizeof(*k))) == NULL ||
+	    (k->f = calloc((size_t)n + 1, sizeof(*k->f))) == NULL) {
+		free(k);
+		atomic_store(&r->events.sweep, 1);
+		return;
+	}
+	k->r = r;
+	k->pid = r->pid;
+	if (r->events.nkids > 0 && (k->known = calloc(
+	    (size_t)r->events.nkids, sizeof(*k->known))) != NULL)
+		for (i = 0; i < r->events.nkids; i++)
+			if (r->events.kids[i].pid > 0)
+				k->known[k->nknown++] = r->events.kids[i].pid;
+	TAILQ_FOREACH(f, &r->events.forks, entry) {
+		if (atomic_load(&f->dead))
+			continue;
+		atomic_fetch_add(&f->refs, 1);
+		k->f[k->n++] = f;
+	}
+	r->events.sweeping = 1;
+	cctx_hold(r->ctx);
+	(void)cctx_submit(r->ctx, &k->job, uffd_sweep_work, uffd_sweep_done,
+	    k, "look for a region's children gone");
+}
+
+/*
  * The loop's part of letting the children go (main thread): their events
  * and exit watches.  Their uffds stay open for uffd_forks_release.
  */
@@ -651,6 +996,36 @@ uffd_forks_unwatch(struct region *r)
 	TAILQ_FOREACH(f, &r->events.forks, entry)
 		uffd_fork_unwatch(f);
 	pthread_mutex_unlock(&r->events.evlock);
+	uffd_kids_unwatch(r);
+}
+
+/*
+ * A fork waits until its event is read, and the loop stopped reading the
+ * region's uffd when it let the region go: with the range unregistered
+ * (its garbage gone, no new event comes), read what is left, closing the
+ * uffd of each child it hands us as the others are (the client's context).
+ */
+#define UFFD_DRAIN_MAX	64
+
+static void
+uffd_drain_forks(struct region *r)
+{
+	struct uffd_msg	msg[16];
+	ssize_t		n;
+	int		i, k;
+
+	if (!r->events.unregistered || r->uffd < 0)
+		return;
+	for (k = 0; k < UFFD_DRAIN_MAX; k++) {
+		pthread_mutex_lock(&r->events.evlock);
+		n = read(r->uffd, msg, sizeof(msg));
+		pthread_mutex_unlock(&r->events.evlock);
+		if (n <= 0)
+			break;
+		for (i = 0; i < (int)(n / (ssize_t)sizeof(msg[0])); i++)
+			if (msg[i].event == UFFD_EVENT_FORK)
+				close((int)msg[i].arg.fork.ufd);
+	}
 }
 
 /*
@@ -663,6 +1038,7 @@ uffd_forks_release(struct region *r)
 {
 	struct ufork	*f;
 
+	uffd_drain_forks(r);
 	pthread_mutex_lock(&r->events.evlock);
 	while ((f = TAILQ_FIRST(&r->events.forks)) != NULL) {
 		TAILQ_REMOVE(&r->events.forks, f, entry);
@@ -737,6 +1113,7 @@ uffd_tend(struct region *r)
 			}
 		}
 	}
+	uffd_sweep(r);
 	pthread_mutex_unlock(&r->events.evlock);
 	while ((f = TAILQ_FIRST(&dead)) != NULL) {
 		TAILQ_REMOVE(&dead, f, entry);
@@ -744,7 +1121,7 @@ uffd_tend(struct region *r)
 		    (unsigned long long)r->id);
 		if (f->pidfd == -2)
 			f->pidfd = -1;
-		uffd_fork_release(f);
+		uffd_fork_release_ctx(r, f);
 	}
 }
 
@@ -785,6 +1162,8 @@ uffd_unregister(struct region *r)
 			log_warn("region %llu: UFFDIO_UNREGISTER",
 			    (unsigned long long)r->id);
 	}
+	r->events.unregistered = error == 0 || error == -ESRCH ||
+	    error == -ENOMEM;
 	return (error);
 }
 

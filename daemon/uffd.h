@@ -31,7 +31,19 @@ struct ufork {
 };
 TAILQ_HEAD(uforks, ufork);
 
+/* A child process of the client, watched for its exit (a pidfd). */
+struct uffd_kid {
+	pid_t			 pid;
+	int			 pidfd;
+	struct event		*ev;
+	struct region		*region;
+};
+
 #define REGION_MOVED_MAX	4
+/* [limits] forks: a region's children served at once, by default. */
+#define UFFD_FORKS_DEFAULT	64
+/* Sweeps again after a fork while a child is alive and not watched. */
+#define UFFD_RESWEEP		3
 /* Children's uffds a region out of memory keeps until its release. */
 #define UFFD_LOST_FORKS		4
 
@@ -45,9 +57,18 @@ struct uffd_slice {
 	uint64_t		 moved[REGION_MOVED_MAX][2]; /* pieces moved
 						   away: addr, len */
 	int			 nmoved;
+	int			 unregistered;	/* its range, at teardown */
 	int			 lost[UFFD_LOST_FORKS]; /* children's uffds
 						   we had no memory for */
 	int			 nlost;
+	atomic_int		 sweep;		/* a child came: look for
+						   dead ones (uffd_sweep) */
+	int			 sweeping;	/* a sweep queued; main */
+	atomic_int		 resweep;	/* sweeps left to find a
+						   child not yet listed */
+	struct uffd_kid		*kids;		/* the client's children
+						   watched for exit; main */
+	int			 nkids;
 };
 
 void		 uffd_read_cb(int fd, short events, void *arg);
@@ -62,6 +83,8 @@ void		 uffd_region_refused(struct region *, const char *why);
 void		 uffd_tampered(struct region *, int n);
 void		 uffd_tend(struct region *);
 void		 uffd_region_init(struct region *);
+void		 uffd_limits(int forks);
+int		 uffd_forks_limit(void);
 void		 uffd_forks_release(struct region *);
 void		 uffd_forks_unwatch(struct region *);
 int		 uffd_wake(struct region *, uint64_t addr, uint64_t len);

@@ -240,6 +240,11 @@
 	V(ctx_threads, gauge, "", "client_context_threads", "",		\
 	    "Threads client contexts have now.")
 
+/* Limits added after the cost figures (protocol 9). */
+#define HPZ_COUNTERS_LIMITS_MORE(D, V)					\
+	V(limit_region_forks, gauge, "", "", "",			\
+	    "Forked children a region may have at once (0: unlimited).")
+
 /* Every group, in the order of the wire reply. */
 #define HPZ_COUNTERS_ALL(D, V)						\
 	HPZ_COUNTERS_DAEMON(D, V)					\
@@ -253,6 +258,7 @@
 	HPZ_COUNTERS_SPARE(D, V)					\
 	HPZ_COUNTERS_CCTX(D, V)						\
 	HPZ_COUNTERS_COST_LIVE(D, V)					\
-	HPZ_COUNTERS_SHARED(D, V)
+	HPZ_COUNTERS_SHARED(D, V)					\
+	HPZ_COUNTERS_LIMITS_MORE(D, V)
 
 #endif /* HPZ_COUNTERS_H */

@@ -117,6 +117,7 @@ struct hpz_msg_status_reply {
 	HPZ_COUNTERS_COST_LIVE(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 	/* What all clients share, and its bounds. */
 	HPZ_COUNTERS_SHARED(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
+	HPZ_COUNTERS_LIMITS_MORE(HPZ_MSG_STATUS_FIELD, HPZ_MSG_STATUS_FIELD)
 };
 /* hpz_msg_status_reply.policy: [policy] in hpzerod.conf. */
 #define HPZ_POLICY_INTERCEPT_ALWAYS	0x01	/* else auto */

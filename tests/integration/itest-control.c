@@ -3012,3 +3012,348 @@ Test(control, address_space_charged_until_unmapped, .timeout = 180)
 	ctl_daemon_same();
 	ctl_closed_all(name);
 }
+
+/* ---- refused connections with a stuck close queued in them --------------- */
+
+#define CTL_REFUSED_HOLD	64	/* [limits] clients: the uid's connections */
+#define CTL_REFUSED_CONNS	300	/* refused ones, each with a FUSE fd queued */
+#define CTL_REFUSED_FD		800	/* the attacker's FUSE fd, above its sockets */
+
+/* One message on sock with n copies of fd; 0 or -1. */
+static int
+ctl_send_fds(int sock, int fd, int n)
+{
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * 4)];
+	}		 cm;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*c;
+	char		 junk[16];
+	int		 i;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&cm, 0, sizeof(cm));
+	memset(junk, 0x5a, sizeof(junk));
+	iov.iov_base = junk;
+	iov.iov_len = sizeof(junk);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * n);
+	for (i = 0; i < n; i++)
+		memcpy(CMSG_DATA(c) + i * sizeof(int), &fd, sizeof(fd));
+	return (sendmsg(sock, &mh, MSG_NOSIGNAL) == -1 ? -1 : 0);
+}
+
+/*
+ * Uid 65534 fills its [limits] clients with idle connections (each
+ * answered once: accepted), then makes CTL_REFUSED_CONNS more, each with
+ * a message carrying an fd of the FUSE file whose FLUSH is never answered
+ * sent before the daemon accepts it: each is refused at accept, with that
+ * fd still queued in it.
+ */
+static void
+ctl_attack_refused(int wfd)
+{
+	struct hpz_msg_header	 h;
+	struct sockaddr_un	 sun;
+	struct ctl_verdict	 v;
+	struct hpz_msg		 m;
+	char			 taken[CTL_REFUSED_FD];
+	int			 socks[CTL_REFUSED_HOLD + CTL_REFUSED_CONNS];
+	int			 fd, sock, i, held = 0, refused = 0, sent = 0;
+	int			 nsocks = 0;
+
+	/*
+	 * The FUSE fd above every socket: an exit closes in fd order, and
+	 * this close waits on the server; the sockets are closed first.
+	 */
+	for (i = 3; i < CTL_REFUSED_FD; i++)
+		taken[i] = fcntl(i, F_GETFD) != -1 || dup2(1, i) == -1;
+	if ((fd = open(ctl_fu.file, O_RDONLY | O_CLOEXEC)) != CTL_REFUSED_FD)
+		_exit(30);
+	for (i = 3; i < CTL_REFUSED_FD; i++)
+		if (!taken[i])
+			close(i);
+	if (setgid(65534) != 0 || setuid(65534) != 0)
+		_exit(31);
+	itest_sun(&sun, getenv("HPZ_SOCKET"));
+	for (i = 0; i < CTL_REFUSED_HOLD; i++) {
+		sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (sock == -1 || connect(sock, (struct sockaddr *)&sun,
+		    sizeof(sun)) == -1)
+			_exit(32);
+		socks[nsocks++] = sock;
+		proto_init(&h, HPZ_MSG_STATUS, sizeof(h), 1);
+		if (proto_send(sock, &h, sizeof(h), NULL, 0) == -1 ||
+		    ctl_attacker_reply(sock, &m) != 0)
+			_exit(33);
+		if (m.u.hdr.type != HPZ_MSG_REPLY)
+			held++;		/* a status: accepted and kept */
+	}
+	(void)write(wfd, "r", 1);
+	for (i = 0; i < CTL_REFUSED_CONNS; i++) {
+		sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (sock == -1 || connect(sock, (struct sockaddr *)&sun,
+		    sizeof(sun)) == -1)
+			break;	/* not accepting: that is a finding too */
+		/* Refused before it came, it is not taken (EPIPE). */
+		if (ctl_send_fds(sock, fd, 1) == 0)
+			sent++;
+		if (ctl_attacker_reply(sock, &m) == 0 &&
+		    m.u.hdr.type == HPZ_MSG_REPLY && m.u.reply.error != 0)
+			refused++;
+		socks[nsocks++] = sock;
+	}
+	/*
+	 * Closed here, before the exit: an exit's close of fd waits on the
+	 * server, and the sockets' releases would wait behind it.  What the
+	 * daemon has not read stays queued in its own ends.
+	 */
+	while (nsocks > 0)
+		close(socks[--nsocks]);
+	memset(&v, 0, sizeof(v));
+	v.replies = refused;
+	v.error = sent;
+	snprintf(v.text, sizeof(v.text), "%d connections held, %d sent an "
+	    "fd, %d refused", held, sent, refused);
+	(void)write(wfd, &v, sizeof(v));
+	pause();	/* our own close of fd would hang: we die instead */
+}
+
+/*
+ * A connection refused at accept with an fd of a FUSE file queued in it
+ * (its server never answers FLUSH).  On cef46ec the one reaper thread
+ * received that fd and closed it, waiting for ever, and every later
+ * refused connection stayed a descriptor of the daemon's.  Now a refused
+ * connection's queue is never received: the daemon's descriptors come
+ * back to where they were once the attacker is gone, the FUSE server
+ * still mute, and the honest client is served all along.
+ */
+Test(control, refused_connections_with_a_stuck_close_queued, .timeout = 180)
+{
+	const char		*name = "refused connections, FUSE fd queued";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	struct ctl_sockmode	 so;
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd, got, before, during, after, i, wait;
+
+	ctl_fuse_start(&ctl_fu, "noflush");
+	ctl_daemon_same();
+	before = itest_daemon_fds();
+	ctl_socket_for_all(&so);
+	attacker = ctl_attacker_start(ctl_attack_refused, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, &v, 60000);
+	during = after = itest_daemon_fds();
+	/*
+	 * Killed, its sockets closed already; its exit waits in the close of
+	 * its own FUSE fd until the server goes.  The server is still mute.
+	 */
+	kill(attacker, SIGKILL);
+	wait = 10 * 10 * itest_wait_scale();
+	for (i = 0; i < wait && (after = itest_daemon_fds()) > before + 2; i++)
+		usleep(100 * 1000);
+	printf("%s: the attacker: %s; daemon fds %d before, %d with the "
+	    "attacker, %d once it is gone\n", name, got ? v.text : "no word",
+	    before, during, after);
+	fflush(stdout);
+	ctl_fuse_stop(&ctl_fu);
+	ctl_attacker_stop(attacker, arfd);
+	ctl_socket_restore(&so);
+	ctl_daemon_same();
+	cr_expect(got, "%s: the attacker did not finish", name);
+	/* Each reads why (closed with data unread, it would read ECONNRESET). */
+	cr_expect_eq(v.replies, CTL_REFUSED_CONNS, "%s: %d of %d refused "
+	    "connections read their refusal", name, v.replies,
+	    CTL_REFUSED_CONNS);
+	cr_expect_gt(v.error, 0, "%s: no fd was queued in a refused "
+	    "connection: the test tested nothing", name);
+	cr_assert_leq(after, before + 2, "%s: the daemon holds %d descriptors "
+	    "%d s after the attacker went, %d before it came: refused "
+	    "connections are its burden", name, after, wait / 10, before);
+}
+
+/* ---- children forked with the region and gone at once ------------------- */
+
+#define CTL_FORKS	300	/* children the attacker forks, one by one */
+
+/*
+ * A client with fork events (root: CAP_SYS_PTRACE) registers a region
+ * without MADV_DONTFORK and forks CTL_FORKS children one after the other,
+ * each gone at once without touching the region; it stays, registered.
+ */
+static void
+ctl_attack_forks(int wfd)
+{
+	struct hpz_region	 r;
+	struct ctl_verdict	 v;
+	size_t			 first;
+	pid_t			 pid;
+	int			 i, status, done = 0;
+
+	if (hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM) != 0 ||
+	    hpz_register(&r) != 0)
+		_exit(30);
+	if (madvise(r.addr, r.len, MADV_DOFORK) != 0)
+		_exit(31);
+	(void)write(wfd, "r", 1);
+	for (i = 0; i < CTL_FORKS; i++) {
+		if ((pid = fork()) == -1)
+			break;
+		if (pid == 0)
+			_exit(0);
+		if (waitpid(pid, &status, 0) == pid)
+			done++;
+	}
+	memset(&v, 0, sizeof(v));
+	v.replies = done;
+	v.error = itest_count_nonzero(r.addr, r.len, &first) != 0;
+	snprintf(v.text, sizeof(v.text), "%d children forked and gone%s",
+	    done, v.error ? "; its region has a stale byte" : "");
+	(void)write(wfd, &v, sizeof(v));
+	pause();
+}
+
+/*
+ * On cef46ec each child's uffd stayed in the daemon until the region went
+ * (its exit was watched only from its first fault): 300 children, 300
+ * descriptors.  Now a child found gone is let go on its client's
+ * context, and a region holds at most [limits] forks children at once:
+ * with the children gone the daemon holds the region's own descriptors,
+ * and once the client goes, what it held before.
+ */
+Test(control, forked_children_gone_leave_no_descriptors, .timeout = 180)
+{
+	const char		*name = "children forked and gone";
+	struct ctl_figures	 fg;
+	struct ctl_verdict	 v;
+	pid_t			 attacker, honest;
+	int			 arfd, hrfd, got, before, during, gone, i, wait;
+
+	ctl_daemon_same();
+	before = itest_daemon_fds();
+	attacker = ctl_attacker_start(ctl_attack_forks, &arfd);
+	honest = ctl_honest_start(&hrfd);
+	ctl_honest_wait(honest, hrfd, attacker, name, &fg);
+	got = ctl_attacker_verdict(arfd, &v, 60000);
+	/*
+	 * The client stays: its connection, its pidfd, its region's uffd,
+	 * file and state; none of its children's.
+	 */
+	wait = 10 * 10 * itest_wait_scale();
+	during = itest_daemon_fds();
+	for (i = 0; i < wait && (during = itest_daemon_fds()) > before + 5;
+	    i++)
+		usleep(100 * 1000);
+	ctl_attacker_stop(attacker, arfd);
+	gone = itest_daemon_fds();
+	for (i = 0; i < wait && (gone = itest_daemon_fds()) > before + 2; i++)
+		usleep(100 * 1000);
+	printf("%s: the client: %s; daemon fds %d before, %d with its "
+	    "children gone, %d once it is gone too\n", name,
+	    got ? v.text : "no word", before, during, gone);
+	fflush(stdout);
+	ctl_daemon_same();
+	cr_assert(got, "%s: the client did not finish forking", name);
+	cr_expect_eq(v.error, 0, "%s: %s", name, v.text);
+	cr_expect_eq(v.replies, CTL_FORKS, "%s: %s", name, v.text);
+	cr_assert_leq(during, before + 5, "%s: the daemon holds %d descriptors "
+	    "%d s after the client's %d children went, %d before the client "
+	    "came: a gone child's uffd is kept", name, during, wait / 10,
+	    v.replies, before);
+	cr_assert_leq(gone, before + 2, "%s: the daemon holds %d descriptors "
+	    "after the client went, %d before", name, gone, before);
+}
+
+/* Descriptors process pid holds. */
+static int
+ctl_fds(pid_t pid)
+{
+	char		 path[64];
+	struct dirent	*e;
+	DIR		*d;
+	int		 n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return (-1);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return (n);
+}
+
+/*
+ * A region with more children alive at once than [limits] forks (4 here)
+ * is released, as when the daemon has no memory for a child: the daemon
+ * holds none of its descriptors then, the children's included, while the
+ * client and every child live on.
+ */
+Test(control, forked_children_past_the_limit_release_the_region,
+    .timeout = 120)
+{
+	struct ctl_daemon	 d;
+	struct hpz_region	 r;
+	pid_t			 kids[8];
+	int			 before, after, i, n, said = 0, status;
+
+	ctl_daemon_own(&d, "[limits]\nforks = 4\n[pool]\nenable = no\n");
+#if HPZ_PROTOCOL_VERSION >= 9
+	{
+		struct hpz_status	st;
+
+		cr_assert_eq(hpz_status(&st), 0, "%s", hpz_last_error());
+		cr_assert_eq(st.limit_region_forks, 4, "status shows [limits] "
+		    "forks %llu", st.limit_region_forks);
+	}
+#endif
+	before = ctl_fds(d.pid);
+	cr_assert_eq(hpz_region_create(&r, 64 * 4096, HPZ_PAGE_SHMEM), 0);
+	cr_assert_eq(hpz_register(&r), 0, "%s", hpz_last_error());
+	cr_assert_eq(madvise(r.addr, r.len, MADV_DOFORK), 0);
+	memset(r.addr, 0x5a, 4096);
+	for (n = 0; n < 8; n++) {
+		kids[n] = fork();
+		cr_assert_geq(kids[n], 0);
+		if (kids[n] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			pause();
+			_exit(0);
+		}
+	}
+	for (i = 0; i < 100 * itest_wait_scale() && (said = ctl_log_count(&d,
+	    "[limits] forks")) == 0; i++)
+		usleep(100 * 1000);
+	/* Released: its fds and its children's closed; the client's own
+	   connection (and its pidfd) stay. */
+	for (i = 0; i < 100 * itest_wait_scale() &&
+	    (after = ctl_fds(d.pid)) > before + 2; i++)
+		usleep(100 * 1000);
+	after = ctl_fds(d.pid);
+	printf("forks past the limit: said %d times; daemon fds %d before the "
+	    "client, %d with 8 children alive\n", said, before, after);
+	fflush(stdout);
+	for (i = 0; i < n; i++) {
+		kill(kids[i], SIGKILL);
+		(void)waitpid(kids[i], &status, 0);
+	}
+	/* The kernel's pages now: what the client wrote, then zeros. */
+	itest_expect_bytes(r.addr, 4096, 0x5a, 30, "the client's data");
+	hpz_region_destroy(&r);
+	ctl_daemon_own_end(&d);
+	cr_expect_geq(said, 1, "the region was not released past [limits] "
+	    "forks");
+	cr_assert_leq(after, before + 2, "the daemon holds %d descriptors with "
+	    "8 children alive and [limits] forks = 4 (%d before the client)",
+	    after, before);
+}

@@ -87,6 +87,7 @@ odd_conf(struct conf *c)
 	c->uid_contexts = 5;
 	c->ctx_threads = 7;
 	c->map_bytes = 3 * GiB;
+	c->region_forks = 9;
 }
 
 /* The load must fail with -EINVAL, say "path:line: ", and leave c alone. */
@@ -925,7 +926,7 @@ Test(conf, table_is_whole)
 		}
 		covered += k->size;
 	}
-	cr_assert_eq(i, 36, "a key added: give it a test and a man entry");
+	cr_assert_eq(i, 37, "a key added: give it a test and a man entry");
 	cr_assert_null(conf_key_find("workers", "spin"));
 	cr_assert_null(conf_key_find("daemon", "spin_us"));
 	/* Every byte of struct conf but padding belongs to a key. */
@@ -1163,7 +1164,7 @@ Test(conf, text_of_a_section)
 	cr_assert_str_eq(conf_text(&c, "limits", 0, buf, sizeof(buf)),
 	    "clients=64 regions=4096 bytes=0 state_bytes=64M "
 	    "region_pages=16M stuck_contexts=4 contexts=32 threads=0 "
-	    "map_bytes=0");
+	    "map_bytes=0 forks=64");
 	cr_assert_str_eq(conf_text(&c, "background", 1, buf, sizeof(buf)),
 	    "scrub=yes gbs=0 client_gbs=0 ahead_min=4M ahead_max=256M");
 	cr_assert_str_eq(conf_text(&c, "daemon", 0, buf, sizeof(buf)),
