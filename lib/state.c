@@ -112,37 +112,71 @@ state_needs_clear(uint8_t state)
 	return ((state & PAGE_STATE_MASK) == PAGE_GARBAGE);
 }
 
+/* One number of the host's huge pages of page_size, or -1. */
+static long long
+state_huge_count(uint64_t page_size, const char *what)
+{
+	char		 path[128];
+	long long	 v = -1;
+	FILE		*f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/mm/hugepages/"
+	    "hugepages-%llukB/%s", (unsigned long long)(page_size >> 10),
+	    what);
+	if ((f = fopen(path, "re")) == NULL)
+		return (-1);
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return (v);
+}
+
+/* Has the host no free huge page of page_size that is not reserved? */
+static int
+state_no_free_page(uint64_t page_size)
+{
+	long long	free, resv;
+
+	free = state_huge_count(page_size, "free_hugepages");
+	resv = state_huge_count(page_size, "resv_hugepages");
+	return (free >= 0 && resv >= 0 && free - resv < 1);
+}
+
 /*
  * Allocate pages [idx, idx+n) of a region's file (fd; page 0 at offset,
  * mapped shared at map): the kernel zeroes new ones, and existing ones
  * (data or not) stay as they are.  Faulting them in through the mapping
  * runs in parallel (a page lock each); fallocate, which holds the file's
  * lock, is the fallback for kernels without MADV_POPULATE_WRITE.  0, or a
- * negative errno: -ENOSPC when the pages lie inside the file and the
- * kernel could not give them (hugetlbfs: no free huge page; shmem: no
- * memory), the SIGBUS a thread touching them would get; -EFAULT past the
- * end of the file.
+ * negative errno: -ENOSPC when the pages lie inside a hugetlbfs file and
+ * the host has no free huge page to give (the SIGBUS a thread touching
+ * them would get); -EFAULT otherwise (past the end of the file, or a
+ * race with a punch: the fault is tried again).
  */
 int
 state_populate(void *map, int fd, uint64_t offset, uint64_t page_size,
     uint64_t idx, uint64_t n)
 {
 	struct stat	st;
+	int		error;
 
 	if (madvise((char *)map + idx * page_size, n * page_size,
 	    MADV_POPULATE_WRITE) == 0)
 		return (0);
+	error = errno;
 	/*
-	 * EFAULT inside the file is not a page punched again behind us (a
-	 * map's EFAULT, after which a fault is retried): nothing could be
-	 * allocated, and a retry would fault for ever.  fstat of a hugetlbfs
-	 * or shmem file cannot block.
+	 * EFAULT inside a hugetlbfs file while the host has no free huge
+	 * page that is not reserved: nothing could be allocated, the
+	 * kernel's own touch would be SIGBUS, and a retry would fault for
+	 * ever.  Any other EFAULT (a race with a punch) is retried as it
+	 * was.  fstat of a hugetlbfs or shmem file cannot block.
 	 */
-	if (errno == EFAULT && fstat(fd, &st) == 0 &&
-	    offset + (idx + n) * page_size <= (uint64_t)st.st_size)
+	if (error == EFAULT && page_size > 4096 && fstat(fd, &st) == 0 &&
+	    offset + (idx + n) * page_size <= (uint64_t)st.st_size &&
+	    state_no_free_page(page_size))
 		return (-ENOSPC);
-	if (errno != EINVAL)
-		return (-errno);
+	if (error != EINVAL)
+		return (-error);
 	if (fallocate(fd, 0, (off_t)(offset + idx * page_size),
 	    (off_t)(n * page_size)) == -1)
 		return (-errno);

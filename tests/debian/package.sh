@@ -8,7 +8,9 @@
 #   install   dpkg -i of hpzerod, libhpz0, libhpz-dev: group hpz made, the
 #             socket enabled and listening (root:hpz 0660), the service not
 #             started until a client comes; a uid in group hpz runs hpz-demo
-#             against /run/hpzerod/hpzerod.sock
+#             against /run/hpzerod/hpzerod.sock, and a QEMU guest (the
+#             test guest of tests/qemu, TCG) started with the installed
+#             hpz-qemu reads its RAM zero, served by the installed daemon
 #   upgrade   dpkg -i of N+1: the running daemon restarted (new MainPID),
 #             the socket still there, hpz-demo still served; through it a
 #             client (upgrade-client.c, built in the container against the
@@ -158,6 +160,18 @@ mkdir -p "$tmp/debs" "$tmp/usr" "$tmp/var"
 cp "$tmp"/n/*.deb "$tmp"/n1/*.deb "$tmp/debs/"
 cp "$srcdir/tests/debian/upgrade-client.c" \
     "$srcdir/tests/debian/fdstore-probe.c" "$tmp/debs/"
+# The guest of tests/qemu, for a served guest under the installed hpz-qemu
+# (QEMU from the host's /usr; none there or no -m32 compiler: not run).
+guest=
+if command -v qemu-system-x86_64 >/dev/null 2>&1; then
+	S=$srcdir G=$tmp/guest
+	. "$srcdir/tests/qemu/common.sh"
+	if guest_build >"$tmp/guest.log" 2>&1; then
+		cp "$GUEST" "$tmp/debs/guest.elf" && guest=/opt/debs/guest.elf
+	else
+		sed 's/^/     /' "$tmp/guest.log"
+	fi
+fi
 launch() {
 	local h
 	for h in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
@@ -308,6 +322,41 @@ fi
 sed 's/^/     /' "$tmp/demo.out"
 check "install: the socket started the service" \
     '[ "$(show ActiveState)" = active ]'
+
+# guest: a QEMU guest of 64 MiB on 2 MiB huge pages, started by uid
+# $CLIENT_UID (group hpz) with the installed hpz-qemu and nothing else
+# set: it checks every page of its RAM reads zero, then writes and reads a
+# pattern, and says so on its serial port; the daemon must have served it
+# (a registration more).
+served_guest() {
+	local gid r0 r1 rc
+	gid=$(cin getent group hpz | cut -d: -f3)
+	r0=$(cin hpzctl stats --json | grep -o '"registers" *: *[0-9]*' |
+	    grep -o '[0-9]*$')
+	cin setpriv --reuid=$CLIENT_UID --regid=$CLIENT_UID --groups="$gid" \
+	    timeout 120 hpz-qemu -accel tcg -m 64 -object \
+	    memory-backend-memfd,id=m,size=64M,hugetlb=on,hugetlbsize=2M,share=on \
+	    -machine pc,memory-backend=m -kernel "$guest" -nographic \
+	    -nic none -serial stdio -monitor none \
+	    -device isa-debug-exit,iobase=0xf4,iosize=4 </dev/null \
+	    >"$tmp/guest.out" 2>"$tmp/guest.err" 8>&-
+	rc=$?
+	r1=$(cin hpzctl stats --json | grep -o '"registers" *: *[0-9]*' |
+	    grep -o '[0-9]*$')
+	grep -a '^guest:' "$tmp/guest.out" | tr -d '\r' | sed 's/^/     /'
+	echo "     hpz-qemu exited $rc (1: the guest's success), registrations ${r0:-?} -> ${r1:-?}"
+	[ "$rc" = 1 ] && grep -aqE '^guest: checked [1-9][0-9]* pages, 0 non-zero words, pattern ok' \
+	    "$tmp/guest.out" && [ -n "$r0" ] && [ -n "$r1" ] && [ "$r1" -gt "$r0" ]
+}
+if [ -z "$guest" ]; then
+	echo "note: no QEMU or no test guest here: the served guest not run"
+elif served_guest; then
+	echo "ok   install: a guest under the installed hpz-qemu, served, reads zero"
+else
+	echo "FAIL install: a guest under the installed hpz-qemu"
+	sed 's/^/     | /' "$tmp/guest.err" | tail -20
+	failed=$((failed + 1))
+fi
 pid_n=$(show MainPID)
 
 # --- a client through the upgrade -------------------------------------------
