@@ -57,6 +57,8 @@
 #define FAULT_STRAY_LOG_EVERY	1000
 /* Faults in a row on one page outside the region before it is poisoned. */
 #define FAULT_STRAY_POISON	3
+/* A hole no free huge page can fill: tried again this long, then SIGBUS. */
+#define FAULT_NOPAGE_NS		1000000000ULL
 
 /* Allocate the file pages [idx, idx+n); the kernel zeroes them. */
 static int
@@ -90,6 +92,27 @@ fault_poison(struct region *r, struct ufork *f, uint64_t addr)
 }
 
 /*
+ * A hole of r that could not be filled (populate's EFAULT inside the
+ * file): tried again (0) while the host has a free huge page (a race with
+ * a punch), and for FAULT_NOPAGE_NS after it was first seen with none;
+ * then 1: no page to be had, SIGBUS, the kernel's own answer, where
+ * trying again would fault for ever.
+ */
+static int
+fault_no_page(struct region *r)
+{
+	uint_fast64_t	now = stats_now_ns(), since = 0;
+
+	if (!state_no_free_page(r->page_size)) {
+		atomic_store(&r->nopage_since, 0);
+		return (0);
+	}
+	if (atomic_compare_exchange_strong(&r->nopage_since, &since, now))
+		return (0);
+	return (now - since >= FAULT_NOPAGE_NS);
+}
+
+/*
  * A fault we could not serve.  The mm gone: nobody waits.  The range gone
  * (unmapped or moved: ENOENT) or the mm never settling (EAGAIN): wake the
  * thread, which faults again or meets the kernel's verdict; never a lost
@@ -101,11 +124,17 @@ fault_failed(struct region *r, struct ufork *f, uint64_t idx, uint64_t addr,
 {
 	if (error == -ESRCH)
 		return;
-	/* Punched again while we mapped it, inside the file: fault again. */
+	/*
+	 * Punched again while we mapped it, inside the file: fault again;
+	 * unless no page has been to be had for a while (fault_no_page).
+	 */
 	if (error == -EFAULT && uffdio_in_file(r->fd, r->offset, idx,
 	    r->page_size)) {
-		uffdio_wake(uffd_fd(r, f), addr, r->page_size);
-		return;
+		if (!fault_no_page(r)) {
+			uffdio_wake(uffd_fd(r, f), addr, r->page_size);
+			return;
+		}
+		error = -ENOSPC;
 	}
 	/*
 	 * A fault read before the range was left to the kernel: the kernel
@@ -118,9 +147,10 @@ fault_failed(struct region *r, struct ufork *f, uint64_t idx, uint64_t addr,
 	}
 	if (error == -ENOSPC)
 		log_warnx("region %llu: fault at 0x%llx: no page to be had for "
-		    "it (the host has no free huge page): SIGBUS, as the "
-		    "kernel answers", (unsigned long long)r->id,
-		    (unsigned long long)addr);
+		    "it (the host has had no free huge page for %llu ms): "
+		    "SIGBUS, as the kernel answers", (unsigned long long)r->id,
+		    (unsigned long long)addr,
+		    (unsigned long long)(FAULT_NOPAGE_NS / 1000000));
 	else
 		log_warnx("region %llu: cannot serve fault at 0x%llx: %s",
 		    (unsigned long long)r->id, (unsigned long long)addr,

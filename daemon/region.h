@@ -107,6 +107,8 @@ struct region {
 	atomic_int		 gone;		/* unmapped or torn: release */
 	atomic_uint_fast64_t	 stray_page;	/* last fault outside it */
 	atomic_int		 stray_n;	/* times in a row */
+	atomic_uint_fast64_t	 nopage_since;	/* ns: holes unfillable since
+						   (0: a page was to be had) */
 
 	/*
 	 * Before it serves (prep.c), and the register's reply: control.c's

@@ -78,6 +78,7 @@ uint8_t		 state_release(_Atomic uint8_t *page, uint8_t newstate);
 void		 state_mark_cleared(_Atomic uint8_t *page);
 void		 state_reset(_Atomic uint8_t *page);
 int		 state_needs_clear(uint8_t state);
+int		 state_no_free_page(uint64_t page_size);
 int		 state_populate(void *map, int fd, uint64_t offset,
 		    uint64_t page_size, uint64_t idx, uint64_t n);
 int		 state_zero_present(void *map, uint64_t page_size,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -357,6 +358,33 @@ static const struct resolve_ops lib_ops = {
 };
 
 /*
+ * A hole no page could fill (only the guard thread serves): tried again
+ * (0) while the host has a free huge page, and for LIB_NOPAGE_MS after it
+ * was first seen with none; then 1 (the daemon's fault_no_page).
+ */
+#define LIB_NOPAGE_MS	1000
+static int
+lib_no_page(const struct lib_region *lr)
+{
+	static int		 np_on;
+	static struct timespec	 np_since;
+	struct timespec		 now;
+
+	if (!state_no_free_page(lr->page_size)) {
+		np_on = 0;
+		return (0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!np_on) {
+		np_on = 1;
+		np_since = now;
+		return (0);
+	}
+	return ((now.tv_sec - np_since.tv_sec) * 1000 +
+	    (now.tv_nsec - np_since.tv_nsec) / 1000000 >= LIB_NOPAGE_MS);
+}
+
+/*
  * Resolve one fault as the daemon does, through the same transaction
  * (resolve.c): claim the page, let its state alone decide whether zeros
  * are written, say it is cleared before it is mapped, map it, release it.
@@ -405,11 +433,18 @@ lib_serve_fault(struct lib_region *lr, uint64_t addr, uint64_t flags)
 	error = rs.error;
 	if (error == -ESRCH || error == -ENOENT)
 		return;
-	/* Punched again while we mapped it, inside the file: fault again. */
+	/*
+	 * Punched again while we mapped it, inside the file: fault again;
+	 * unless the host has had no free huge page for it for a while: then
+	 * SIGBUS, the kernel's own answer (the daemon's fault_no_page).
+	 */
 	if (error == -EFAULT && uffdio_in_file(lr->fd, lr->offset, idx,
 	    lr->page_size)) {
-		lib_wake(lr, page, lr->page_size);
-		return;
+		if (!lib_no_page(lr)) {
+			lib_wake(lr, page, lr->page_size);
+			return;
+		}
+		error = -ENOSPC;
 	}
 	if (!warned++)
 		lib_warn("region %p: cannot serve a fault at 0x%llx: %s",

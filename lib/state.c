@@ -131,12 +131,18 @@ state_huge_count(uint64_t page_size, const char *what)
 	return (v);
 }
 
-/* Has the host no free huge page of page_size that is not reserved? */
-static int
+/*
+ * Has the host no free huge page of page_size that is not reserved (a
+ * page_size of 4 KiB, shmem: no)?  Then a fault on a hole a punch left
+ * cannot be given a page, and the kernel's own answer is SIGBUS.
+ */
+int
 state_no_free_page(uint64_t page_size)
 {
 	long long	free, resv;
 
+	if (page_size <= 4096)
+		return (0);
 	free = state_huge_count(page_size, "free_hugepages");
 	resv = state_huge_count(page_size, "resv_hugepages");
 	return (free >= 0 && resv >= 0 && free - resv < 1);
@@ -148,33 +154,19 @@ state_no_free_page(uint64_t page_size)
  * (data or not) stay as they are.  Faulting them in through the mapping
  * runs in parallel (a page lock each); fallocate, which holds the file's
  * lock, is the fallback for kernels without MADV_POPULATE_WRITE.  0, or a
- * negative errno: -ENOSPC when the pages lie inside a hugetlbfs file and
- * the host has no free huge page to give (the SIGBUS a thread touching
- * them would get); -EFAULT otherwise (past the end of the file, or a
- * race with a punch: the fault is tried again).
+ * negative errno (-EFAULT: past the end of the file, or no page could be
+ * had: state_no_free_page tells which it may be).
  */
 int
 state_populate(void *map, int fd, uint64_t offset, uint64_t page_size,
     uint64_t idx, uint64_t n)
 {
-	struct stat	st;
 	int		error;
 
 	if (madvise((char *)map + idx * page_size, n * page_size,
 	    MADV_POPULATE_WRITE) == 0)
 		return (0);
 	error = errno;
-	/*
-	 * EFAULT inside a hugetlbfs file while the host has no free huge
-	 * page that is not reserved: nothing could be allocated, the
-	 * kernel's own touch would be SIGBUS, and a retry would fault for
-	 * ever.  Any other EFAULT (a race with a punch) is retried as it
-	 * was.  fstat of a hugetlbfs or shmem file cannot block.
-	 */
-	if (error == EFAULT && page_size > 4096 && fstat(fd, &st) == 0 &&
-	    offset + (idx + n) * page_size <= (uint64_t)st.st_size &&
-	    state_no_free_page(page_size))
-		return (-ENOSPC);
 	if (error != EINVAL)
 		return (-error);
 	if (fallocate(fd, 0, (off_t)(offset + idx * page_size),
