@@ -816,11 +816,48 @@ uffd_kid_exit_cb(int fd, short events, void *arg)
 	kid->pid = -1;
 }
 
+/* The time to look again has come (main thread). */
+static void
+uffd_later_cb(int fd, short events, void *arg)
+{
+	struct region	*r = arg;
+
+	(void)fd;
+	(void)events;
+	atomic_store(&r->events.sweep, 1);
+	hpzd_kick();
+}
+
+/*
+ * A child lives that no exit watch covers (it was not in its parent's
+ * list yet, or more children live than are watched), and the sweeps a
+ * fork allows are spent: look again in UFFD_RESWEEP_MS, so that its uffd
+ * goes soon after it does, without a fork or an exit to wake us.
+ */
+static void
+uffd_sweep_later(struct region *r)
+{
+	struct timeval	tv = { 0, UFFD_RESWEEP_MS * 1000 };
+
+	if (r->ending)
+		return;
+	if (r->events.later == NULL &&
+	    (r->events.later = evtimer_new(hpzd_base, uffd_later_cb,
+	    r)) == NULL)
+		return;
+	if (!evtimer_pending(r->events.later, NULL))
+		evtimer_add(r->events.later, &tv);
+}
+
 /* Stop watching the client's children (main thread). */
 static void
 uffd_kids_unwatch(struct region *r)
 {
 	int	i;
+
+	if (r->events.later != NULL)
+		event_free(r->events.later);
+	r->events.later = NULL;
 
 	for (i = 0; i < r->events.nkids; i++) {
 		if (r->events.kids[i].ev != NULL)
@@ -929,7 +966,8 @@ uffd_sweep_done(struct cctx_job *j)
 	if (k->alive > n && k->r->events.resweep > 0) {
 		k->r->events.resweep--;
 		atomic_store(&k->r->events.sweep, 1);
-	}
+	} else if (k->alive > n)
+		uffd_sweep_later(k->r);
 	k->r->events.sweeping = 0;
 	if (atomic_load(&k->r->events.sweep))
 		hpzd_kick();

@@ -44,6 +44,8 @@ struct uffd_kid {
 #define UFFD_FORKS_DEFAULT	64
 /* Sweeps again after a fork while a child is alive and not watched. */
 #define UFFD_RESWEEP		3
+/* Then one every this long (ms), as long as one still is. */
+#define UFFD_RESWEEP_MS		250
 /* Children's uffds a region out of memory keeps until its release. */
 #define UFFD_LOST_FORKS		4
 
@@ -69,6 +71,8 @@ struct uffd_slice {
 	struct uffd_kid		*kids;		/* the client's children
 						   watched for exit; main */
 	int			 nkids;
+	struct event		*later;		/* a look again while a child
+						   lives unwatched; main */
 };
 
 void		 uffd_read_cb(int fd, short events, void *arg);
